@@ -1,0 +1,1 @@
+"""encoders package."""
