@@ -1,0 +1,388 @@
+"""The on-disk index bundle: write atomically, verify, load.
+
+Layout (DESIGN §4)::
+
+    <bundles_root>/<name>/<version>/manifest.json
+                                   <collection>.faiss
+                                   <collection>.ids.jsonl
+                                   <collection>.vectors.npy
+    <bundles_root>/<name>/CURRENT      the served version's folder name
+
+A version folder is written under a temporary name, every file fsynced, then renamed into
+place; ``CURRENT`` is replaced with ``os.replace``. A reader therefore sees either the old
+bundle or the whole new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import faiss
+import numpy as np
+from encoders.hashing import sha256_file
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from index_builder.faiss_index import build_index
+
+SCHEMA_VERSION = 1
+MANIFEST_FILE = "manifest.json"
+CURRENT_FILE = "CURRENT"
+VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+COLLECTION_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class BundleError(RuntimeError):
+    """A bundle is missing, incomplete, corrupt or inconsistent."""
+
+
+class CollectionManifest(BaseModel):
+    """What the manifest records of one collection."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int
+    dim: int
+    index_file: str
+    ids_file: str
+    vectors_file: str
+    factory: str
+    metric: Literal["ip"]
+    search_params: dict[str, float | int | str]
+
+
+class BundleManifest(BaseModel):
+    """``manifest.json``: everything needed to check a bundle before serving it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int
+    name: str
+    version: str
+    created_at: str
+    variant_name: str
+    variant_fingerprint: str
+    dim: int
+    metric: Literal["ip"]
+    collections: dict[str, CollectionManifest]
+    files: dict[str, str]
+    build_info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CollectionInput:
+    """One collection to write: ids, metadata and vectors in row order.
+
+    ``vectors`` is float32 ``[n, d]`` with L2-normalised rows; ``metadata`` holds one
+    JSON-serialisable mapping per row.
+    """
+
+    name: str
+    ids: Sequence[str]
+    metadata: Sequence[Mapping[str, object]]
+    vectors: np.ndarray
+    factory: str = "Flat"
+
+
+@dataclass(frozen=True)
+class LoadedCollection:
+    """A collection ready to search: faiss index, ids and stored vectors share row numbers."""
+
+    name: str
+    index: Any
+    ids: list[str]
+    row_of: dict[str, int]
+    metadata: list[dict[str, object]]
+    vectors: np.ndarray
+    factory: str
+    metric: Literal["ip"]
+    search_params: dict[str, float | int | str] = field(default_factory=dict)
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension."""
+        return int(self.vectors.shape[1])
+
+    @property
+    def count(self) -> int:
+        """Number of rows."""
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class LoadedBundle:
+    """A verified bundle version loaded into memory."""
+
+    path: Path
+    manifest: BundleManifest
+    collections: dict[str, LoadedCollection]
+
+    @property
+    def name(self) -> str:
+        """Bundle name (the folder above the version folders)."""
+        return self.manifest.name
+
+    @property
+    def version(self) -> str:
+        """Version folder name."""
+        return self.manifest.version
+
+    @property
+    def variant_name(self) -> str:
+        """Name of the encoder variant that embedded this bundle."""
+        return self.manifest.variant_name
+
+    @property
+    def variant_fingerprint(self) -> str:
+        """Fingerprint of that variant's files; the service refuses a different encoder."""
+        return self.manifest.variant_fingerprint
+
+
+def new_version_name(now: datetime | None = None) -> str:
+    """A sortable UTC timestamp, e.g. ``20261122T101500123456Z``."""
+    moment = now or datetime.now(UTC)
+    return moment.strftime("%Y%m%dT%H%M%S%fZ")
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _validate_input(collection: CollectionInput) -> np.ndarray:
+    if not COLLECTION_PATTERN.match(collection.name):
+        raise BundleError(f"collection name {collection.name!r} is not a plain lowercase name")
+    vectors = np.ascontiguousarray(collection.vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] == 0:
+        raise BundleError(f"{collection.name}: vectors must be a non-empty [n, d] matrix")
+    n = vectors.shape[0]
+    if len(collection.ids) != n or len(collection.metadata) != n:
+        raise BundleError(
+            f"{collection.name}: {n} vectors but {len(collection.ids)} ids "
+            f"and {len(collection.metadata)} metadata rows"
+        )
+    if len(set(collection.ids)) != n:
+        raise BundleError(f"{collection.name}: ids are not unique")
+    if not np.isfinite(vectors).all():
+        raise BundleError(f"{collection.name}: vectors contain NaN or Inf")
+    norms = np.linalg.norm(vectors, axis=1)
+    if not np.allclose(norms, 1.0, atol=1e-3):
+        raise BundleError(f"{collection.name}: vectors are not L2-normalised")
+    return vectors
+
+
+def _write_collection(folder: Path, collection: CollectionInput) -> CollectionManifest:
+    vectors = _validate_input(collection)
+    index = build_index(vectors, collection.factory)
+    index_file = f"{collection.name}.faiss"
+    ids_file = f"{collection.name}.ids.jsonl"
+    vectors_file = f"{collection.name}.vectors.npy"
+    faiss.write_index(index, str(folder / index_file))
+    with (folder / ids_file).open("w", encoding="utf-8") as handle:
+        for item_id, metadata in zip(collection.ids, collection.metadata, strict=True):
+            if "id" in metadata:
+                raise BundleError(f"{collection.name}: metadata may not redefine 'id'")
+            handle.write(json.dumps({"id": item_id, **metadata}, ensure_ascii=False) + "\n")
+    np.save(folder / vectors_file, vectors)
+    return CollectionManifest(
+        count=vectors.shape[0],
+        dim=vectors.shape[1],
+        index_file=index_file,
+        ids_file=ids_file,
+        vectors_file=vectors_file,
+        factory=collection.factory,
+        metric="ip",
+        search_params={},
+    )
+
+
+def write_bundle(
+    bundles_root: Path,
+    name: str,
+    collections: Sequence[CollectionInput],
+    *,
+    variant_name: str,
+    variant_fingerprint: str,
+    version: str | None = None,
+    make_current: bool = True,
+    build_info: Mapping[str, object] | None = None,
+) -> Path:
+    """Write a bundle version atomically and return its folder.
+
+    Files go into a temporary sibling folder, are fsynced, hashed into the manifest and the
+    folder is renamed into place; with ``make_current`` the ``CURRENT`` pointer is then
+    switched. An existing version is never overwritten.
+    """
+    if not VERSION_PATTERN.match(name):
+        raise BundleError(f"bundle name {name!r} is not a plain folder name")
+    version = version or new_version_name()
+    if not VERSION_PATTERN.match(version):
+        raise BundleError(f"bundle version {version!r} is not a plain folder name")
+    if not collections:
+        raise BundleError("a bundle needs at least one collection")
+    names = [collection.name for collection in collections]
+    if len(set(names)) != len(names):
+        raise BundleError(f"duplicate collection names: {names}")
+    dims = {int(np.asarray(collection.vectors).shape[-1]) for collection in collections}
+    if len(dims) != 1:
+        raise BundleError(f"collections disagree on the embedding dimension: {sorted(dims)}")
+
+    bundle_dir = bundles_root / name
+    bundle_dir.mkdir(parents=True, exist_ok=True)
+    final_dir = bundle_dir / version
+    if final_dir.exists():
+        raise BundleError(f"{final_dir} already exists; versions are immutable")
+    staging = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=bundle_dir))
+    try:
+        collection_manifests = {
+            collection.name: _write_collection(staging, collection) for collection in collections
+        }
+        files = {}
+        for path in sorted(staging.iterdir()):
+            _fsync_path(path)
+            files[path.name] = sha256_file(path)
+        manifest = BundleManifest(
+            schema_version=SCHEMA_VERSION,
+            name=name,
+            version=version,
+            created_at=datetime.now(UTC).isoformat(),
+            variant_name=variant_name,
+            variant_fingerprint=variant_fingerprint,
+            dim=dims.pop(),
+            metric="ip",
+            collections=collection_manifests,
+            files=files,
+            build_info=dict(build_info or {}),
+        )
+        manifest_path = staging / MANIFEST_FILE
+        manifest_path.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        _fsync_path(manifest_path)
+        _fsync_path(staging)
+        os.rename(staging, final_dir)
+        _fsync_path(bundle_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if make_current:
+        set_current(bundle_dir, version)
+    return final_dir
+
+
+def set_current(bundle_dir: Path, version: str) -> None:
+    """Atomically point ``CURRENT`` at an existing, verified version folder."""
+    verify_bundle(bundle_dir / version)
+    pointer_tmp = bundle_dir / f".{CURRENT_FILE}.{os.getpid()}.tmp"
+    pointer_tmp.write_text(version + "\n", encoding="utf-8")
+    _fsync_path(pointer_tmp)
+    os.replace(pointer_tmp, bundle_dir / CURRENT_FILE)
+    _fsync_path(bundle_dir)
+
+
+def resolve_current(bundle_dir: Path) -> Path:
+    """The version folder that ``<bundle_dir>/CURRENT`` names."""
+    pointer = bundle_dir / CURRENT_FILE
+    try:
+        version = pointer.read_text(encoding="utf-8").strip()
+    except FileNotFoundError as exc:
+        raise BundleError(f"{bundle_dir} has no {CURRENT_FILE} pointer") from exc
+    if not VERSION_PATTERN.match(version):
+        raise BundleError(f"{pointer} holds an invalid version {version!r}")
+    return bundle_dir / version
+
+
+def read_manifest(version_dir: Path) -> BundleManifest:
+    """Parse ``manifest.json`` without checking the files."""
+    path = version_dir / MANIFEST_FILE
+    try:
+        return BundleManifest.model_validate_json(path.read_bytes())
+    except FileNotFoundError as exc:
+        raise BundleError(f"{version_dir} has no {MANIFEST_FILE}") from exc
+    except ValidationError as exc:
+        raise BundleError(f"{path} is not a valid manifest: {exc.error_count()} errors") from exc
+
+
+def verify_bundle(version_dir: Path) -> BundleManifest:
+    """Check the manifest's schema and the sha256 of every file it lists.
+
+    Raises :class:`BundleError` naming the first problem found.
+    """
+    manifest = read_manifest(version_dir)
+    if manifest.schema_version != SCHEMA_VERSION:
+        raise BundleError(
+            f"{version_dir}: schema version {manifest.schema_version}, expected {SCHEMA_VERSION}"
+        )
+    if manifest.version != version_dir.name:
+        raise BundleError(f"{version_dir}: manifest names version {manifest.version!r}")
+    for collection in manifest.collections.values():
+        for filename in (collection.index_file, collection.ids_file, collection.vectors_file):
+            if filename not in manifest.files:
+                raise BundleError(f"{version_dir}: {filename} is not hashed in the manifest")
+    for filename, expected in manifest.files.items():
+        path = version_dir / filename
+        if path.parent != version_dir:
+            raise BundleError(f"{version_dir}: manifest lists a file outside the bundle")
+        if not path.is_file():
+            raise BundleError(f"{version_dir}: {filename} is missing")
+        actual = sha256_file(path)
+        if actual != expected:
+            raise BundleError(f"{version_dir}: {filename} has sha256 {actual}, expected {expected}")
+    return manifest
+
+
+def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) -> LoadedCollection:
+    ids: list[str] = []
+    metadata: list[dict[str, object]] = []
+    with (version_dir / entry.ids_file).open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            ids.append(str(row.pop("id")))
+            metadata.append(row)
+    vectors = np.load(version_dir / entry.vectors_file, allow_pickle=False)
+    index = faiss.read_index(str(version_dir / entry.index_file))
+    if not (len(ids) == vectors.shape[0] == index.ntotal == entry.count):
+        raise BundleError(
+            f"{version_dir}: {name} counts disagree (manifest {entry.count}, ids {len(ids)}, "
+            f"vectors {vectors.shape[0]}, index {index.ntotal})"
+        )
+    if vectors.dtype != np.float32 or vectors.shape[1] != entry.dim or index.d != entry.dim:
+        raise BundleError(f"{version_dir}: {name} dimension or dtype disagrees with the manifest")
+    row_of = {item_id: row for row, item_id in enumerate(ids)}
+    if len(row_of) != len(ids):
+        raise BundleError(f"{version_dir}: {name} ids are not unique")
+    return LoadedCollection(
+        name=name,
+        index=index,
+        ids=ids,
+        row_of=row_of,
+        metadata=metadata,
+        vectors=np.ascontiguousarray(vectors),
+        factory=entry.factory,
+        metric=entry.metric,
+        search_params=dict(entry.search_params),
+    )
+
+
+def load_bundle(version_dir: Path, *, verify: bool = True) -> LoadedBundle:
+    """Load a bundle version (verifying every hash first unless ``verify`` is False)."""
+    manifest = verify_bundle(version_dir) if verify else read_manifest(version_dir)
+    try:
+        collections = {
+            name: _load_collection(version_dir, name, entry)
+            for name, entry in manifest.collections.items()
+        }
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        if isinstance(exc, BundleError):
+            raise
+        raise BundleError(f"{version_dir}: cannot load: {exc}") from exc
+    return LoadedBundle(path=version_dir, manifest=manifest, collections=collections)

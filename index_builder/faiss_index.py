@@ -1,0 +1,27 @@
+"""faiss index construction from a factory string, always with inner-product metric."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import faiss
+import numpy as np
+
+
+def build_index(vectors: np.ndarray, factory: str = "Flat") -> Any:
+    """Build and fill a faiss index over ``vectors`` (float32 ``[n, d]``, L2-normalised).
+
+    The metric is inner product, which equals cosine similarity on normalised rows. Indexes
+    that need training (IVF, PQ) are trained on the same vectors.
+    """
+    data = np.ascontiguousarray(vectors, dtype=np.float32)
+    if data.ndim != 2:
+        raise ValueError(f"vectors must be [n, d], got shape {data.shape}")
+    try:
+        index = faiss.index_factory(int(data.shape[1]), factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ValueError(f"faiss cannot build factory string {factory!r}: {exc}") from exc
+    if not index.is_trained:
+        index.train(data)
+    index.add(data)
+    return index

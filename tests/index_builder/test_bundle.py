@@ -1,0 +1,190 @@
+"""Bundle write → verify → load, atomic publication and refusal of damaged bundles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from index_builder.bundle import (
+    CURRENT_FILE,
+    BundleError,
+    CollectionInput,
+    load_bundle,
+    read_manifest,
+    resolve_current,
+    set_current,
+    verify_bundle,
+    write_bundle,
+)
+
+
+def unit_vectors(n: int, d: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, d)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
+def captions(n: int = 20, d: int = 8, seed: int = 0, factory: str = "Flat") -> CollectionInput:
+    return CollectionInput(
+        name="captions",
+        ids=[f"COCO_val2014:sentid:{i}" for i in range(n)],
+        metadata=[{"text": f"caption {i}", "image_id": i // 5} for i in range(n)],
+        vectors=unit_vectors(n, d, seed),
+        factory=factory,
+    )
+
+
+def write(root: Path, version: str, **kwargs: object) -> Path:
+    return write_bundle(
+        root,
+        "demo",
+        [captions()],
+        variant_name="fake",
+        variant_fingerprint="f" * 64,
+        version=version,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_round_trip_keeps_rows_ids_metadata_and_vectors(tmp_path: Path) -> None:
+    collection = captions()
+    version_dir = write_bundle(
+        tmp_path, "demo", [collection], variant_name="fake", variant_fingerprint="ab" * 32
+    )
+    assert resolve_current(tmp_path / "demo") == version_dir
+    bundle = load_bundle(version_dir)
+    loaded = bundle.collections["captions"]
+    assert bundle.variant_name == "fake"
+    assert bundle.variant_fingerprint == "ab" * 32
+    assert loaded.ids == list(collection.ids)
+    assert loaded.metadata[3] == {"text": "caption 3", "image_id": 0}
+    assert loaded.row_of["COCO_val2014:sentid:7"] == 7
+    np.testing.assert_array_equal(loaded.vectors, collection.vectors)
+    scores, rows = loaded.index.search(collection.vectors[:3], 1)
+    assert rows[:, 0].tolist() == [0, 1, 2]
+    np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-5)
+    manifest = read_manifest(version_dir)
+    assert set(manifest.files) == {"captions.faiss", "captions.ids.jsonl", "captions.vectors.npy"}
+    assert manifest.collections["captions"].count == 20
+
+
+@pytest.mark.parametrize("factory", ["Flat", "HNSW16", "IVF2,Flat"])
+def test_index_factories_use_inner_product(tmp_path: Path, factory: str) -> None:
+    version_dir = write_bundle(
+        tmp_path,
+        "demo",
+        [captions(n=64, factory=factory)],
+        variant_name="fake",
+        variant_fingerprint="0" * 64,
+    )
+    loaded = load_bundle(version_dir).collections["captions"]
+    assert loaded.factory == factory
+    scores, rows = loaded.index.search(loaded.vectors[:1], 1)
+    assert rows[0, 0] == 0
+    assert scores[0, 0] == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_flipped_byte_is_refused(tmp_path: Path) -> None:
+    version_dir = write(tmp_path, "v1")
+    vectors_path = version_dir / "captions.vectors.npy"
+    data = bytearray(vectors_path.read_bytes())
+    data[-1] ^= 0xFF
+    vectors_path.write_bytes(bytes(data))
+    with pytest.raises(BundleError, match=r"captions\.vectors\.npy has sha256"):
+        load_bundle(version_dir)
+
+
+def test_a_missing_file_is_refused(tmp_path: Path) -> None:
+    version_dir = write(tmp_path, "v1")
+    (version_dir / "captions.faiss").unlink()
+    with pytest.raises(BundleError, match=r"captions\.faiss is missing"):
+        verify_bundle(version_dir)
+
+
+def test_a_manifest_that_names_another_version_is_refused(tmp_path: Path) -> None:
+    version_dir = write(tmp_path, "v1")
+    copy = tmp_path / "demo" / "v2"
+    copy.mkdir()
+    for path in version_dir.iterdir():
+        (copy / path.name).write_bytes(path.read_bytes())
+    with pytest.raises(BundleError, match="manifest names version 'v1'"):
+        verify_bundle(copy)
+
+
+def test_a_garbled_manifest_is_refused(tmp_path: Path) -> None:
+    version_dir = write(tmp_path, "v1")
+    manifest = json.loads((version_dir / "manifest.json").read_text())
+    manifest["unexpected"] = True
+    (version_dir / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(BundleError, match="not a valid manifest"):
+        verify_bundle(version_dir)
+
+
+def test_versions_are_immutable(tmp_path: Path) -> None:
+    write(tmp_path, "v1")
+    with pytest.raises(BundleError, match="already exists"):
+        write(tmp_path, "v1")
+
+
+def test_a_failed_build_leaves_the_served_version_and_no_debris(tmp_path: Path) -> None:
+    write(tmp_path, "v1")
+    broken = CollectionInput(
+        name="captions",
+        ids=["a", "b"],
+        metadata=[{"text": "a"}, {"id": "clash"}],
+        vectors=unit_vectors(2, 8),
+    )
+    with pytest.raises(BundleError, match="may not redefine 'id'"):
+        write_bundle(
+            tmp_path, "demo", [broken], variant_name="x", variant_fingerprint="0", version="v2"
+        )
+    assert resolve_current(tmp_path / "demo").name == "v1"
+    assert sorted(p.name for p in (tmp_path / "demo").iterdir()) == [CURRENT_FILE, "v1"]
+
+
+def test_current_moves_only_to_a_verified_version(tmp_path: Path) -> None:
+    write(tmp_path, "v1")
+    write(tmp_path, "v2", make_current=False)
+    bundle_dir = tmp_path / "demo"
+    assert resolve_current(bundle_dir).name == "v1"
+    (bundle_dir / "v2" / "captions.ids.jsonl").write_text("tampered\n")
+    with pytest.raises(BundleError):
+        set_current(bundle_dir, "v2")
+    assert resolve_current(bundle_dir).name == "v1"
+
+
+def test_missing_or_invalid_pointer(tmp_path: Path) -> None:
+    with pytest.raises(BundleError, match="no CURRENT pointer"):
+        resolve_current(tmp_path)
+    (tmp_path / CURRENT_FILE).write_text("../../etc\n")
+    with pytest.raises(BundleError, match="invalid version"):
+        resolve_current(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("collection", "message"),
+    [
+        (
+            CollectionInput("captions", ["a", "a"], [{}, {}], unit_vectors(2, 4)),
+            "ids are not unique",
+        ),
+        (CollectionInput("captions", ["a"], [{}], unit_vectors(2, 4)), "2 vectors but 1 ids"),
+        (CollectionInput("captions", ["a"], [{}], np.ones((1, 4), np.float32)), "not L2"),
+        (
+            CollectionInput("captions", ["a"], [{}], np.full((1, 4), np.nan, np.float32)),
+            "NaN",
+        ),
+        (CollectionInput("Bad Name", ["a"], [{}], unit_vectors(1, 4)), "plain lowercase"),
+        (CollectionInput("captions", [], [], np.zeros((0, 4), np.float32)), "non-empty"),
+    ],
+)
+def test_bad_collections_are_refused_before_writing(
+    tmp_path: Path, collection: CollectionInput, message: str
+) -> None:
+    with pytest.raises(BundleError, match=message):
+        write_bundle(tmp_path, "demo", [collection], variant_name="x", variant_fingerprint="0")
+    assert list((tmp_path / "demo").iterdir()) == []
