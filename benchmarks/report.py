@@ -1,0 +1,169 @@
+"""The run report: ``report.json`` (machine-readable, stable keys) and ``report.md``.
+
+``report.json`` (schema version 1)::
+
+    schema_version   1
+    dataset          "coco-karpathy" (or as given)
+    split            "val" | "test" | ...
+    variant          encoder variant that answered
+    bundle           bundle name; bundle_version: its version (GET /v1/collections)
+    bundle_versions_seen  every bundle version named by the answers (one, unless reloaded mid-run)
+    service_url      the service root; created_at: UTC ISO-8601 time the run finished
+    collection       {"name", "count"} of the target collection
+    tasks.t2t, tasks.t2t_cocaptions
+                     {"R@1", "R@5", "R@10" (fractions 0–1), "median_rank" (1-based, null when
+                      censored), "median_rank_censored", "queries", "k"}
+    tasks.sts        {"spearman_mean", "spearman_std" (both ×100), "samples", "pairs",
+                      "query_items", "seed"}
+    recall_curves    task → [R@1, R@2, ..., R@k] (fractions)
+    latency.c<N>     {"p50_ms", "p95_ms", "p99_ms", "mean_ms", "qps", "errors", "requests",
+                      "concurrency", "in_flight_mean"}
+    settings         the run's knobs (k, seed, limits, concurrencies, ...)
+    checks           {"exclude_violations", "order_violations"}: answers breaking the API rules
+    durations_s      wall time per phase
+    service          {"collections": [...], "variants": [...] | null} as the service reported
+    environment      {"cpu_count", "platform", "python", "machine"} of the benchmark client
+
+A task or load level that was not run is absent. The Markdown shows R@K ×100, as the papers do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+RECALL_PLOT = "recall_at_k.png"
+LATENCY_PLOT = "latency.png"
+
+
+def environment_info() -> dict[str, object]:
+    """The benchmark client's machine: CPU count, platform string, Python version."""
+    return {
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+    }
+
+
+def write_json(report: Mapping[str, Any], path: Path) -> Path:
+    """Write ``report`` as indented JSON (strict: no NaN/Infinity) and return ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
+def _number(value: object, digits: int = 1, scale: float = 1.0) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value * scale:.{digits}f}"
+    return str(value)
+
+
+def _median_cell(entry: Mapping[str, Any]) -> str:
+    if entry.get("median_rank_censored"):
+        return f"> {entry.get('k')}"
+    value = entry.get("median_rank")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return _number(value)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def render_markdown(report: Mapping[str, Any]) -> str:
+    """The Markdown report of a ``report.json`` object: run facts, then one table per kind."""
+    lines = [
+        f"# Crisscross benchmark — {report.get('dataset')} {report.get('split')}",
+        "",
+        f"- service: `{report.get('service_url')}`",
+        f"- variant: `{report.get('variant')}`; bundle: `{report.get('bundle')}` "
+        f"version `{report.get('bundle_version')}`",
+        f"- created: {report.get('created_at')}",
+    ]
+    collection = report.get("collection") or {}
+    if collection:
+        lines.append(f"- collection: `{collection.get('name')}` ({collection.get('count')} items)")
+    tasks: Mapping[str, Any] = report.get("tasks") or {}
+    retrieval = {name: entry for name, entry in tasks.items() if "R@1" in entry}
+    if retrieval:
+        cut_offs = [key for key in next(iter(retrieval.values())) if key.startswith("R@")]
+        rows = [
+            [name]
+            + [_number(entry.get(cut), scale=100.0) for cut in cut_offs]
+            + [_median_cell(entry), _number(entry.get("queries")), _number(entry.get("k"))]
+            for name, entry in retrieval.items()
+        ]
+        lines += ["", "## Retrieval (R@K ×100)", ""]
+        lines += _table(["task", *cut_offs, "median rank", "queries", "k"], rows)
+        lines += [
+            "",
+            "`t2t`: positives = STS partners ≥ 3 only; `t2t_cocaptions`: plus the other "
+            "captions of the query's image. Queries are excluded from their own ranking; a "
+            "median rank `> k` lies beyond the results asked for.",
+            "",
+            f"![recall@K]({RECALL_PLOT})",
+        ]
+    correlation = {name: entry for name, entry in tasks.items() if "spearman_mean" in entry}
+    if correlation:
+        rows = [
+            [
+                name,
+                f"{_number(entry.get('spearman_mean'))} ± {_number(entry.get('spearman_std'))}",
+                _number(entry.get("samples")),
+                _number(entry.get("pairs")),
+                _number(entry.get("query_items")),
+                _number(entry.get("seed")),
+            ]
+            for name, entry in correlation.items()
+        ]
+        lines += ["", "## Correlation with human scores (Spearman's r ×100, bootstrap)", ""]
+        lines += _table(["task", "mean ± std", "samples", "pairs", "query items", "seed"], rows)
+    latency: Mapping[str, Any] = report.get("latency") or {}
+    if latency:
+        rows = [
+            [
+                name,
+                _number(entry.get("concurrency")),
+                _number(entry.get("requests")),
+                _number(entry.get("p50_ms")),
+                _number(entry.get("p95_ms")),
+                _number(entry.get("p99_ms")),
+                _number(entry.get("qps")),
+                _number(entry.get("errors")),
+                _number(entry.get("in_flight_mean"), digits=2),
+            ]
+            for name, entry in latency.items()
+        ]
+        lines += ["", "## Latency (client side, closed loop, warm-up excluded)", ""]
+        header = ["load", "concurrency", "requests", "p50 ms", "p95 ms", "p99 ms", "qps"]
+        lines += _table([*header, "errors", "in flight (Little)"], rows)
+        lines += ["", f"![latency]({LATENCY_PLOT})"]
+    environment = report.get("environment") or {}
+    if environment:
+        lines += [
+            "",
+            f"Client: {environment.get('cpu_count')} CPUs, {environment.get('platform')}, "
+            f"Python {environment.get('python')}.",
+        ]
+    lines += [
+        "",
+        "Reference (CxC paper): T2T R@1 — BoW 21.2, USE 31.2, best dual encoder 42.4; "
+        "STS Spearman — USE 71.4.",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,113 @@
+"""``python -m service serve`` (console script ``crisscross-serve``): run the API under uvicorn.
+
+Settings come from ``CRISSCROSS_*`` environment variables; the flags given here override them.
+Limits (``CRISSCROSS_MAX_K`` ...) are environment-only to keep the command line short.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, get_args
+
+import uvicorn
+from pydantic import ValidationError
+
+from service.app import create_app
+from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
+
+EXIT_BAD_SETTINGS = 2
+
+# flag dest -> Settings field; only flags the user gave are passed on, so the environment and
+# the defaults still apply to the others.
+_FLAG_FIELDS = (
+    "host",
+    "port",
+    "bundles_root",
+    "bundles",
+    "variants_root",
+    "default_variant",
+    "providers",
+    "intra_op_threads",
+    "graceful_shutdown_s",
+    "log_level",
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="crisscross-serve", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="serve the bundles over HTTP (one uvicorn worker)")
+    serve.add_argument("--host", help="interface to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="TCP port (default 8000)")
+    serve.add_argument("--bundles-root", type=Path, help="folder of bundles (artifacts/bundles)")
+    serve.add_argument("--bundles", help="comma-separated bundle names (default: all with CURRENT)")
+    serve.add_argument("--variants-root", type=Path, help="folder of variants (artifacts/variants)")
+    serve.add_argument("--default-variant", help="variant used when a request names none")
+    serve.add_argument(
+        "--providers", choices=get_args(ProviderChoice), help="onnxruntime providers"
+    )
+    serve.add_argument("--intra-op-threads", type=int, help="onnxruntime threads (0 = its choice)")
+    serve.add_argument(
+        "--graceful-shutdown-s", type=int, help="seconds to drain requests on SIGTERM"
+    )
+    serve.add_argument("--log-level", choices=get_args(LogLevel), help="log level (info)")
+    return parser
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by the flags that were given."""
+    overrides: dict[str, Any] = {
+        name: getattr(args, name) for name in _FLAG_FIELDS if getattr(args, name) is not None
+    }
+    return Settings(**overrides)
+
+
+def configure_logging(level: str) -> None:
+    """One plain line per record on stderr; uvicorn's loggers propagate into it."""
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+
+
+def serve(settings: Settings) -> None:
+    """Run uvicorn on ``settings`` until SIGINT/SIGTERM (blocking)."""
+    configure_logging(settings.log_level)
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        log_config=None,  # keep the logging configured above
+        log_level=settings.log_level,
+        access_log=False,  # the service writes its own access line, with request id and timings
+        timeout_graceful_shutdown=settings.graceful_shutdown_s,
+        lifespan="on",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m service`` and ``crisscross-serve``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+        settings.check_serving_paths()
+    except ValidationError as exc:
+        print(f"crisscross-serve: invalid settings:\n{exc}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    except SettingsError as exc:
+        print(f"crisscross-serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    serve(settings)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

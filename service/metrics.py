@@ -1,0 +1,143 @@
+"""Prometheus metrics of one app, in a registry of its own.
+
+A per-app :class:`CollectorRegistry` (never the global default one) lets several apps live in one
+process — the test suite builds dozens — without "duplicated timeseries" errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+# Request latency on CPU ranges from sub-millisecond (healthz) to seconds (k=1000 over a big
+# corpus, or 256 texts to embed); stage buckets start lower because a cached lookup is µs.
+_REQUEST_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_STAGE_BUCKETS_S = (
+    0.0001,
+    0.00025,
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+)
+_BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+UNMATCHED_ROUTE = "unmatched"
+
+
+class ServiceMetrics:
+    """The service's metrics. Durations are observed in seconds (Prometheus convention)."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "crisscross_requests",
+            "HTTP requests answered, by route template, method and status.",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        self.request_seconds = Histogram(
+            "crisscross_request_duration_seconds",
+            "Time from request arrival to the end of the response, by route template and status.",
+            ["route", "method", "status"],
+            buckets=_REQUEST_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.encode_seconds = Histogram(
+            "crisscross_encode_duration_seconds",
+            "Time in one encoder call (all texts of a request), by variant.",
+            ["variant"],
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.encode_batch_size = Histogram(
+            "crisscross_encode_batch_size",
+            "Texts per encoder call, by variant.",
+            ["variant"],
+            buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.search_seconds = Histogram(
+            "crisscross_search_duration_seconds",
+            "Time in one faiss search including re-sorting, by variant and collection.",
+            ["variant", "collection"],
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.bundle_info = Gauge(
+            "crisscross_bundle_loaded",
+            "1 for each bundle version being served.",
+            ["bundle", "version", "variant"],
+            registry=self.registry,
+        )
+        self.collection_items = Gauge(
+            "crisscross_collection_items",
+            "Rows in each served collection.",
+            ["variant", "collection", "bundle", "version"],
+            registry=self.registry,
+        )
+        self.variant_info = Gauge(
+            "crisscross_variant_loaded",
+            "1 for each encoder variant loaded, with its precision and onnxruntime providers.",
+            ["variant", "precision", "providers", "fingerprint"],
+            registry=self.registry,
+        )
+        self.ready = Gauge(
+            "crisscross_ready",
+            "1 once every bundle and encoder is loaded and the service answers queries.",
+            registry=self.registry,
+        )
+        self.load_failures = Counter(
+            "crisscross_load_failures",
+            "Attempts to load bundles and encoders that were refused.",
+            registry=self.registry,
+        )
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        """Count one answered request and its duration."""
+        labels = (route, method, str(status))
+        self.requests.labels(*labels).inc()
+        self.request_seconds.labels(*labels).observe(seconds)
+
+    def record_loaded(
+        self,
+        bundles: Iterable[tuple[str, str, str]],
+        collections: Iterable[tuple[str, str, str, str, int]],
+        variants: Iterable[tuple[str, str, Iterable[str], str]],
+    ) -> None:
+        """Publish what is served: ``(bundle, version, variant)``,
+        ``(variant, collection, bundle, version, count)`` and
+        ``(variant, precision, providers, fingerprint)`` tuples. Replaces earlier values."""
+        self.bundle_info.clear()
+        self.collection_items.clear()
+        self.variant_info.clear()
+        for bundle, version, variant in bundles:
+            self.bundle_info.labels(bundle, version, variant).set(1)
+        for variant, collection, bundle, version, count in collections:
+            self.collection_items.labels(variant, collection, bundle, version).set(count)
+        for variant, precision, providers, fingerprint in variants:
+            self.variant_info.labels(variant, precision, ",".join(providers), fingerprint).set(1)
+        self.ready.set(1)
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return generate_latest(self.registry)

@@ -1,0 +1,191 @@
+"""Pure ASGI middleware: the request context (id, timing headers, access log, metrics, the
+last-resort 500) and the body size limit.
+
+Pure ASGI rather than ``BaseHTTPMiddleware`` so the body can be counted as it streams in and
+so an exception anywhere below still answers in the one error shape.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import ErrorCode, error_response
+from service.metrics import UNMATCHED_ROUTE, ServiceMetrics
+from service.request_context import (
+    SCOPE_KEY,
+    RequestContext,
+    choose_request_id,
+    request_id_of,
+)
+
+access_logger = logging.getLogger("crisscross.access")
+logger = logging.getLogger("crisscross.service")
+
+REQUEST_ID_HEADER = "x-request-id"
+_QUIET_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
+# HTTP allows any token as a method; unknown ones share one label so clients cannot mint series.
+_KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def _route_template(scope: Scope) -> str:
+    """The matched route's path template (``/v1/items/{collection}/{id}``), never the raw path:
+    raw paths hold item ids, which would explode metric cardinality and leak into logs."""
+    route = scope.get("route")
+    if route is None:
+        return UNMATCHED_ROUTE
+    template = getattr(route, "path_format", None) or getattr(route, "path", None)
+    return str(template) if template else UNMATCHED_ROUTE
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+class RequestContextMiddleware:
+    """Gives every HTTP request an id and a :class:`RequestContext`; on the way out adds
+    ``x-request-id`` and ``x-timing-*-ms`` headers, writes one access log line (no bodies, no
+    texts) and records request metrics. An exception that escapes the app becomes a 500
+    ``internal`` error in the one shape, logged with its traceback."""
+
+    def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics, max_request_id_chars: int) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.max_request_id_chars = max_request_id_chars
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        offered = Headers(scope=scope).get(REQUEST_ID_HEADER)
+        context = RequestContext(choose_request_id(offered, self.max_request_id_chars))
+        scope[SCOPE_KEY] = context
+        status = 500
+        response_started = False
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal status, response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+                status = int(message["status"])
+                headers = MutableHeaders(scope=message)
+                headers[REQUEST_ID_HEADER] = context.request_id
+                if context.encode_ms is not None:
+                    headers["x-timing-encode-ms"] = _ms(context.encode_ms)
+                if context.search_ms is not None:
+                    headers["x-timing-search-ms"] = _ms(context.search_ms)
+                headers["x-timing-total-ms"] = _ms(context.elapsed_ms())
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception:
+            logger.exception(
+                "unhandled error in %s %s (request %s)",
+                scope.get("method"),
+                _route_template(scope),
+                context.request_id,
+            )
+            if response_started:
+                raise  # Too late to answer; the server closes the connection.
+            response = error_response(
+                ErrorCode.INTERNAL,
+                "internal error; quote the request_id when reporting it",
+                context.request_id,
+            )
+            await response(scope, receive, send_with_headers)
+        finally:
+            self._record(scope, context, status)
+
+    def _record(self, scope: Scope, context: RequestContext, status: int) -> None:
+        route = _route_template(scope)
+        method = str(scope.get("method", ""))
+        if method not in _KNOWN_METHODS:
+            method = "OTHER"
+        total_ms = context.elapsed_ms()
+        self.metrics.observe_request(route, method, status, total_ms / 1000.0)
+        # Probes and scrapes arrive every few seconds; at INFO they would drown the real traffic.
+        level = logging.DEBUG if route in _QUIET_ROUTES and status < 400 else logging.INFO
+        access_logger.log(
+            level,
+            "request_id=%s method=%s route=%s status=%d encode_ms=%s search_ms=%s total_ms=%s",
+            context.request_id,
+            method,
+            route,
+            status,
+            _ms(context.encode_ms) if context.encode_ms is not None else "-",
+            _ms(context.search_ms) if context.search_ms is not None else "-",
+            _ms(total_ms),
+        )
+
+
+class PayloadTooLargeError(HTTPException):
+    """Raised from ``receive`` once a body is known to exceed the limit; the error handlers
+    turn it into 413 ``payload_too_large`` (FastAPI re-raises HTTP exceptions met while reading
+    a body, so the matched route is known and the 413 is counted under it)."""
+
+    def __init__(self, max_body_bytes: int) -> None:
+        super().__init__(
+            status_code=413,
+            detail=f"request body is larger than max_body_bytes={max_body_bytes}",
+            # The unread rest of the body would otherwise be parsed as the next request.
+            headers={"Connection": "close"},
+        )
+
+
+class BodyLimitMiddleware:
+    """Refuses request bodies over ``max_body_bytes`` with 413 ``payload_too_large``.
+
+    Bytes are counted as they arrive — chunked uploads declare no length and a declared length
+    can lie — and a ``Content-Length`` over the limit is refused at the first read, before any
+    body byte is taken. Nothing is buffered here.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        declared_too_large = (
+            declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
+        )
+        received = 0
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            if declared_too_large:
+                raise PayloadTooLargeError(self.max_body_bytes)
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_body_bytes:
+                    raise PayloadTooLargeError(self.max_body_bytes)
+            return message
+
+        async def watching_send(message: Message) -> None:
+            nonlocal response_started
+            if message["type"] == "http.response.start":
+                response_started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, watching_send)
+        except PayloadTooLargeError as exc:
+            # Reached only when the body was read outside FastAPI's handlers (a plain route).
+            if response_started:
+                raise
+            response = error_response(
+                ErrorCode.PAYLOAD_TOO_LARGE,
+                str(exc.detail),
+                request_id_of(scope),
+                headers=exc.headers,
+            )
+            await response(scope, receive, watching_send)

@@ -1,0 +1,64 @@
+"""Per-request context carried in the ASGI scope: request id and stage timings.
+
+The outermost middleware creates it; routes record the time spent encoding and searching; the
+middleware turns it into response headers, the access log line and metrics.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from starlette.types import Scope
+
+SCOPE_KEY = "crisscross.request"
+_REQUEST_ID_CHARS = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+@dataclass
+class RequestContext:
+    """What the service knows about one request while handling it (times in milliseconds)."""
+
+    request_id: str
+    started_s: float = field(default_factory=time.perf_counter)
+    encode_ms: float | None = None
+    search_ms: float | None = None
+
+    def add_encode_ms(self, elapsed_ms: float) -> None:
+        """Add time spent in the encoder (a request may encode more than once)."""
+        self.encode_ms = (self.encode_ms or 0.0) + elapsed_ms
+
+    def add_search_ms(self, elapsed_ms: float) -> None:
+        """Add time spent in faiss and vector lookups."""
+        self.search_ms = (self.search_ms or 0.0) + elapsed_ms
+
+    def elapsed_ms(self) -> float:
+        """Milliseconds since the request reached the service."""
+        return (time.perf_counter() - self.started_s) * 1000.0
+
+
+def new_request_id() -> str:
+    """A fresh request id: 32 lowercase hex characters."""
+    return uuid.uuid4().hex
+
+
+def choose_request_id(offered: str | None, max_chars: int) -> str:
+    """Echo the client's ``x-request-id`` when it is sane (≤ ``max_chars`` of
+    ``[A-Za-z0-9._-]``), otherwise generate one — a log line must never carry arbitrary bytes."""
+    if offered and len(offered) <= max_chars and _REQUEST_ID_CHARS.match(offered):
+        return offered
+    return new_request_id()
+
+
+def context_of(scope: Scope) -> RequestContext | None:
+    """The request's context, or None outside the middleware (e.g. a bare ASGI call in a test)."""
+    context = scope.get(SCOPE_KEY)
+    return context if isinstance(context, RequestContext) else None
+
+
+def request_id_of(scope: Scope) -> str:
+    """The request's id; a fresh one when the context middleware did not run."""
+    context = context_of(scope)
+    return context.request_id if context is not None else new_request_id()

@@ -1,0 +1,89 @@
+"""What is served: ``GET /v1/items/{collection}/{id}``, ``/v1/variants``, ``/v1/collections``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from service.routes import error_responses
+from service.schemas import (
+    CollectionInfo,
+    CollectionsResponse,
+    ItemResponse,
+    VariantInfo,
+    VariantsResponse,
+)
+from service.state import StoreDep
+
+router = APIRouter(tags=["catalog"])
+
+
+@router.get(
+    "/v1/items/{collection}/{id:path}",
+    response_model=ItemResponse,
+    responses=error_responses(404, 422, 503),
+    summary="Metadata of a stored item",
+)
+async def item(
+    collection: str,
+    id: str,
+    store: StoreDep,
+    variant: Annotated[str | None, Query(description="Variant; default if omitted.")] = None,
+) -> ItemResponse:
+    """The item's row in its bundle and its metadata. Ids may contain ``:`` and ``/``."""
+    served = store.collection(store.resolve_variant(variant), collection)
+    row = store.row_of(served, id)
+    return ItemResponse(
+        collection=served.name, id=id, row=row, metadata=dict(served.collection.metadata[row])
+    )
+
+
+@router.get(
+    "/v1/variants",
+    response_model=VariantsResponse,
+    responses=error_responses(503),
+    summary="Loaded encoder variants",
+)
+async def variants(store: StoreDep) -> VariantsResponse:
+    """Every loaded variant with its providers, precision and fingerprint."""
+    return VariantsResponse(
+        variants=[
+            VariantInfo(
+                name=variant.name,
+                dim=variant.encoder.dim,
+                precision=variant.encoder.precision,
+                towers=variant.towers,
+                providers=list(variant.encoder.providers),
+                fingerprint=variant.encoder.fingerprint,
+                max_tokens=variant.encoder.max_tokens,
+                default=variant.is_default,
+            )
+            for variant in store.variants
+        ]
+    )
+
+
+@router.get(
+    "/v1/collections",
+    response_model=CollectionsResponse,
+    responses=error_responses(503),
+    summary="Served collections",
+)
+async def collections(store: StoreDep) -> CollectionsResponse:
+    """Every served collection with its size, bundle version and index type."""
+    return CollectionsResponse(
+        collections=[
+            CollectionInfo(
+                name=served.name,
+                count=served.collection.count,
+                dim=served.collection.dim,
+                variant=served.variant,
+                bundle=served.bundle,
+                bundle_version=served.bundle_version,
+                factory=served.collection.factory,
+                metric=served.collection.metric,
+            )
+            for served in store.collections
+        ]
+    )

@@ -1,0 +1,264 @@
+"""Request and response models of the HTTP API v1 (docs/contracts.md).
+
+Requests are strict (``k`` must be a JSON integer: not ``"5"``, ``5.0`` or ``true``) and refuse
+unknown fields. Rules that do not depend on settings live in the models; the limits that do
+(``max_k``, ``max_text_chars``, ...) are checked by each request's ``check_limits`` before any
+encoding, so one request model serves every configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from service.errors import ErrorCode, ServiceError
+from service.settings import Settings
+
+
+def _text_is_usable(text: str) -> str:
+    if not text.strip():
+        raise ValueError("must contain a non-whitespace character")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        # JSON may carry lone surrogates ("\ud800"); no tokenizer accepts them.
+        raise ValueError("must be valid Unicode (it holds an unpaired surrogate)") from None
+    return text
+
+
+QueryText = Annotated[str, AfterValidator(_text_is_usable)]
+"""A text to embed: not blank, encodable as UTF-8. Its length limit is a setting."""
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ItemRef(_Request):
+    """A stored item, by collection and id (e.g. ``captions`` / ``COCO_val2014:sentid:770337``)."""
+
+    collection: str
+    id: str
+
+
+class QueryInput(_Request):
+    """One side of a query: exactly one of ``text`` (embedded by the variant's text tower) or
+    ``item`` (the item's stored vector)."""
+
+    text: QueryText | None = None
+    item: ItemRef | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> QueryInput:
+        given = [name for name in ("text", "item") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of 'text' or 'item' (got {len(given)})")
+        return self
+
+
+def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
+    if len(text) > settings.max_text_chars:
+        return ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{where}: {len(text)} characters, more than max_text_chars={settings.max_text_chars}",
+        )
+    return None
+
+
+def _check_query_text(where: str, query: QueryInput, settings: Settings) -> None:
+    if query.text is not None and (error := _too_long(f"{where}.text", query.text, settings)):
+        raise error
+
+
+class SearchRequest(_Request):
+    """``POST /v1/search``: the ``k`` nearest items of ``collection`` to ``query``."""
+
+    query: QueryInput
+    collection: str = Field(description="Collection to search, e.g. 'captions'.")
+    k: int = Field(
+        default=10,
+        ge=1,
+        description="Results wanted, 1..max_k. More than the collection holds returns all of it.",
+    )
+    variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Ids left out of the results (e.g. the query item); unknown ids are ignored.",
+    )
+
+    def check_limits(self, settings: Settings) -> None:
+        """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
+        if self.k > settings.max_k:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT, f"k: {self.k} is more than max_k={settings.max_k}"
+            )
+        if len(self.exclude) > settings.max_exclude:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"exclude: {len(self.exclude)} ids, more than max_exclude={settings.max_exclude}",
+            )
+        _check_query_text("query", self.query, settings)
+
+
+class ScorePair(_Request):
+    """Two sides whose similarity is wanted."""
+
+    left: QueryInput
+    right: QueryInput
+
+
+class ScoreRequest(_Request):
+    """``POST /v1/score``: cosine similarity of each pair, in order."""
+
+    pairs: list[ScorePair] = Field(min_length=1, description="1..max_score_pairs pairs.")
+    variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
+
+    def check_limits(self, settings: Settings) -> None:
+        """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
+        if len(self.pairs) > settings.max_score_pairs:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"pairs: {len(self.pairs)} pairs, more than "
+                f"max_score_pairs={settings.max_score_pairs}",
+            )
+        for index, pair in enumerate(self.pairs):
+            _check_query_text(f"pairs.{index}.left", pair.left, settings)
+            _check_query_text(f"pairs.{index}.right", pair.right, settings)
+
+
+class EmbedRequest(_Request):
+    """``POST /v1/embed``: embeddings of texts."""
+
+    texts: list[QueryText] = Field(min_length=1, description="1..max_embed_inputs texts.")
+    variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
+
+    def check_limits(self, settings: Settings) -> None:
+        """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
+        if len(self.texts) > settings.max_embed_inputs:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"texts: {len(self.texts)} texts, more than "
+                f"max_embed_inputs={settings.max_embed_inputs}",
+            )
+        for index, text in enumerate(self.texts):
+            if error := _too_long(f"texts.{index}", text, settings):
+                raise error
+
+
+# -- responses ------------------------------------------------------------------------------------
+
+
+class Timings(BaseModel):
+    """Server-side stage times of one request, in milliseconds."""
+
+    encode: float = Field(description="Encoder time (0 when nothing was encoded).")
+    search: float = Field(description="faiss search and stored-vector lookups.")
+    total: float = Field(description="From arrival to the response being built.")
+
+
+class SearchResult(BaseModel):
+    """One hit: ``score`` is the cosine similarity, ``rank`` 1-based."""
+
+    id: str
+    score: float
+    rank: int
+    metadata: dict[str, Any]
+
+
+class SearchResponse(BaseModel):
+    """Hits ordered by score descending, then bundle row ascending (the tie rule)."""
+
+    results: list[SearchResult]
+    collection: str
+    variant: str
+    bundle: str
+    bundle_version: str
+    timings_ms: Timings
+
+
+class ScoreResponse(BaseModel):
+    """One cosine similarity per requested pair, in request order."""
+
+    scores: list[float]
+    variant: str
+    bundle_version: str | None = Field(
+        description="Version of the bundle whose stored vectors were used (comma-joined when "
+        "several); null when every side was a text."
+    )
+    timings_ms: Timings
+
+
+class EmbedResponse(BaseModel):
+    """Float32 embeddings ``[len(texts), dim]`` as JSON numbers, L2-normalised rows."""
+
+    embeddings: list[list[float]]
+    dim: int
+    variant: str
+
+
+class ItemResponse(BaseModel):
+    """A stored item: its row in the bundle and its metadata (caption text, image file...)."""
+
+    collection: str
+    id: str
+    row: int
+    metadata: dict[str, Any]
+
+
+class VariantInfo(BaseModel):
+    """A loaded encoder variant."""
+
+    name: str
+    dim: int
+    precision: str
+    towers: list[str]
+    providers: list[str]
+    fingerprint: str
+    max_tokens: int
+    default: bool
+
+
+class VariantsResponse(BaseModel):
+    """Every loaded variant."""
+
+    variants: list[VariantInfo]
+
+
+class CollectionInfo(BaseModel):
+    """A served collection."""
+
+    name: str
+    count: int
+    dim: int
+    variant: str
+    bundle: str
+    bundle_version: str
+    factory: str
+    metric: str
+
+
+class CollectionsResponse(BaseModel):
+    """Every served collection."""
+
+    collections: list[CollectionInfo]
+
+
+class StatusResponse(BaseModel):
+    """Liveness / readiness answer."""
+
+    status: str
+
+
+class ErrorDetail(BaseModel):
+    """What went wrong; ``code`` is one of the codes in docs/contracts.md."""
+
+    code: str
+    message: str
+    request_id: str
+
+
+class ErrorResponse(BaseModel):
+    """The one error shape of every non-2xx answer."""
+
+    error: ErrorDetail

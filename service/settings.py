@@ -1,0 +1,209 @@
+"""Service settings: one pydantic-settings class, read from ``CRISSCROSS_*`` environment variables.
+
+Every limit has a default and says what a request that hits it gets. Limits are enforced before
+the expensive work (decoding, encoding, searching).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from index_builder.bundle import CURRENT_FILE
+
+MIB = 1 << 20
+# Room for the JSON around a text in the smallest request (field names, collection, k).
+JSON_OVERHEAD_BYTES = 1024
+
+ProviderChoice = Literal["auto", "cpu", "cuda"]
+LogLevel = Literal["critical", "error", "warning", "info", "debug"]
+
+
+class SettingsError(ValueError):
+    """The settings cannot serve: a path is missing or a named bundle does not exist."""
+
+
+class Settings(BaseSettings):
+    """Everything the service can be told. Environment variables use the ``CRISSCROSS_`` prefix
+    (``CRISSCROSS_MAX_K=50``); keyword arguments (and CLI flags) win over the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CRISSCROSS_", extra="forbid", validate_default=True, frozen=True
+    )
+
+    host: str = Field(default="127.0.0.1", description="Interface uvicorn listens on.")
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port uvicorn listens on.")
+    bundles_root: Path = Field(
+        default=Path("artifacts/bundles"),
+        description="Folder holding <name>/<version>/ bundles and their CURRENT pointers.",
+    )
+    bundles: Annotated[list[str] | None, NoDecode] = Field(
+        default=None,
+        description=(
+            "Bundle names to serve (comma-separated in the environment); "
+            "default: every folder under bundles_root that has a CURRENT pointer."
+        ),
+    )
+    variants_root: Path = Field(
+        default=Path("artifacts/variants"),
+        description="Folder of encoder variants; a bundle's variant is <variants_root>/<name>.",
+    )
+    default_variant: str | None = Field(
+        default=None,
+        description=(
+            "Variant used when a request names none; default: the only loaded variant. With "
+            "several loaded and none set, a request without 'variant' gets 422 invalid_input."
+        ),
+    )
+    providers: ProviderChoice = Field(
+        default="auto",
+        description="onnxruntime providers: auto (CUDA when present, else CPU), cpu or cuda.",
+    )
+    intra_op_threads: int = Field(
+        default=0,
+        ge=0,
+        description="onnxruntime intra-op threads per encoder; 0 = runtime's choice.",
+    )
+    verify_bundle_hashes: bool = Field(
+        default=True,
+        description="Check the sha256 of every bundle file before serving it (refuse on mismatch).",
+    )
+
+    max_k: int = Field(
+        default=1000,
+        ge=1,
+        description="Largest k a search may ask for; more gives 422 invalid_input.",
+    )
+    max_text_chars: int = Field(
+        default=2000,
+        ge=1,
+        description="Longest text (in characters) accepted; longer gives 422 invalid_input.",
+    )
+    max_body_bytes: int = Field(
+        default=1 * MIB,
+        ge=1,
+        description="Largest request body in bytes; larger gives 413 payload_too_large, unread.",
+    )
+    max_score_pairs: int = Field(
+        default=1024,
+        ge=1,
+        description="Most pairs one /v1/score request may hold; more gives 422 invalid_input.",
+    )
+    max_embed_inputs: int = Field(
+        default=256,
+        ge=1,
+        description="Most texts one /v1/embed request may hold; more gives 422 invalid_input.",
+    )
+    max_exclude: int = Field(
+        default=1000,
+        ge=0,
+        description="Most ids a search's 'exclude' list may hold; more gives 422 invalid_input.",
+    )
+    max_request_id_chars: int = Field(
+        default=64,
+        ge=8,
+        le=256,
+        description=(
+            "Longest x-request-id echoed back; a longer (or non [A-Za-z0-9._-]) one is replaced "
+            "by a generated id."
+        ),
+    )
+    not_ready_retry_after_s: int = Field(
+        default=1,
+        ge=1,
+        description="Retry-After (seconds) sent with 503 not_ready while bundles are loading.",
+    )
+    graceful_shutdown_s: int = Field(
+        default=10,
+        ge=1,
+        description=(
+            "On SIGTERM, seconds uvicorn waits for in-flight requests before closing them "
+            "(uvicorn would otherwise wait forever)."
+        ),
+    )
+    log_level: LogLevel = Field(default="info", description="Level of the service's log lines.")
+
+    @field_validator("bundles", mode="before")
+    @classmethod
+    def _split_bundle_names(cls, value: object) -> object:
+        """Accept ``a,b`` (environment style) as well as a list."""
+        if isinstance(value, str):
+            names = [name.strip() for name in value.split(",")]
+            return [name for name in names if name]
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lowercase_log_level(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("bundles")
+    @classmethod
+    def _bundle_names_are_plain(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("must name at least one bundle (leave it unset to serve all)")
+        for name in value:
+            if "/" in name or "\\" in name or name in {".", ".."} or name.startswith("."):
+                raise ValueError(f"bundle name {name!r} must be a plain folder name")
+        if len(set(value)) != len(value):
+            raise ValueError(f"bundle names repeat: {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _limits_fit_together(self) -> Settings:
+        # A body limit that cannot carry one ASCII text of max_text_chars plus the JSON around it
+        # would answer 413 where the documented text limit promises acceptance.
+        needed = self.max_text_chars + JSON_OVERHEAD_BYTES
+        if self.max_body_bytes < needed:
+            raise ValueError(
+                f"max_body_bytes={self.max_body_bytes} cannot hold one text of max_text_chars="
+                f"{self.max_text_chars} characters; raise it to at least {needed}"
+            )
+        return self
+
+    def bundle_dirs(self) -> list[Path]:
+        """The ``<bundles_root>/<name>`` folders to serve, sorted by name.
+
+        Raises :class:`SettingsError` when ``bundles_root`` is not a folder, when a named bundle
+        has no ``CURRENT`` pointer, or when nothing is left to serve.
+        """
+        root = self.bundles_root
+        if not root.is_dir():
+            raise SettingsError(
+                f"bundles_root {str(root)!r} is not a folder (set CRISSCROSS_BUNDLES_ROOT or "
+                "--bundles-root; build bundles with `python -m index_builder build`)"
+            )
+        if self.bundles is None:
+            found = sorted(
+                child
+                for child in root.iterdir()
+                if child.is_dir()
+                and not child.name.startswith(".")
+                and (child / CURRENT_FILE).is_file()
+            )
+            if not found:
+                raise SettingsError(f"no bundle with a {CURRENT_FILE} pointer under {str(root)!r}")
+            return found
+        missing = [name for name in self.bundles if not (root / name / CURRENT_FILE).is_file()]
+        if missing:
+            raise SettingsError(
+                f"bundles {missing} have no {CURRENT_FILE} pointer under {str(root)!r}"
+            )
+        return [root / name for name in sorted(self.bundles)]
+
+    def check_serving_paths(self) -> None:
+        """Fail fast, before the server starts, on paths that cannot serve anything.
+
+        Raises :class:`SettingsError` with a message meant for the operator.
+        """
+        self.bundle_dirs()
+        if not self.variants_root.is_dir():
+            raise SettingsError(
+                f"variants_root {str(self.variants_root)!r} is not a folder "
+                "(set CRISSCROSS_VARIANTS_ROOT or --variants-root)"
+            )

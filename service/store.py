@@ -1,0 +1,388 @@
+"""The live index store: loaded bundles and encoders, and the operations routes need from them.
+
+One store is immutable once built: a reload (later issue) builds a new store and swaps the
+reference on the app state, so a request that already holds a store finishes on it.
+
+Search follows the tie rule of docs/contracts.md: score descending, then row ascending. faiss
+orders equal scores arbitrarily and may cut a run of equal scores at ``k``, so the store fetches
+past the cut until the last fetched score is strictly below the k-th kept one (or the whole
+collection is fetched) and re-sorts with that key. COCO holds many duplicate captions, so exact
+ties are common, not theoretical.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from encoders.protocols import TextEncoderProtocol
+from index_builder.bundle import (
+    BundleError,
+    LoadedBundle,
+    LoadedCollection,
+    load_bundle,
+    resolve_current,
+)
+from service.errors import ErrorCode, ServiceError, quoted
+from service.settings import Settings
+
+logger = logging.getLogger("crisscross.service")
+
+EncoderFactory = Callable[[Path, Settings], TextEncoderProtocol]
+"""Builds the text encoder of the variant folder ``<variants_root>/<name>`` under the settings."""
+
+
+class StoreLoadError(RuntimeError):
+    """Bundles or encoders cannot be served together; the message says what to fix."""
+
+
+@dataclass(frozen=True)
+class ServedVariant:
+    """A loaded encoder variant and the facts ``/v1/variants`` reports about it."""
+
+    name: str
+    encoder: TextEncoderProtocol
+    variant_dir: Path
+    is_default: bool
+
+    @property
+    def towers(self) -> list[str]:
+        """Towers the service can run for this variant (only text so far)."""
+        return ["text"]
+
+
+@dataclass(frozen=True)
+class ServedCollection:
+    """One searchable collection: the bundle it came from and the variant that embedded it."""
+
+    variant: str
+    bundle: str
+    bundle_version: str
+    collection: LoadedCollection
+
+    @property
+    def name(self) -> str:
+        """Collection name, e.g. ``captions``."""
+        return self.collection.name
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: ``rank`` is 1-based, ``score`` the inner product (cosine)."""
+
+    rank: int
+    row: int
+    item_id: str
+    score: float
+    metadata: Mapping[str, object]
+
+
+class LiveIndexStore:
+    """Loaded variants and collections, keyed by ``(variant, collection)``."""
+
+    def __init__(
+        self,
+        variants: Mapping[str, ServedVariant],
+        collections: Iterable[ServedCollection],
+    ) -> None:
+        self._variants = dict(variants)
+        self._collections: dict[tuple[str, str], ServedCollection] = {}
+        for served in collections:
+            key = (served.variant, served.name)
+            if key in self._collections:
+                other = self._collections[key]
+                raise StoreLoadError(
+                    f"collection {served.name!r} of variant {served.variant!r} is in two bundles: "
+                    f"{other.bundle}@{other.bundle_version} and {served.bundle}@"
+                    f"{served.bundle_version}; serve only one of them (CRISSCROSS_BUNDLES)"
+                )
+            if served.variant not in self._variants:
+                raise StoreLoadError(f"{served.name!r} needs unloaded variant {served.variant!r}")
+            self._collections[key] = served
+        defaults = [variant.name for variant in self._variants.values() if variant.is_default]
+        if len(defaults) > 1:
+            raise StoreLoadError(f"several default variants: {defaults}")
+        self._default_variant = defaults[0] if defaults else None
+
+    # -- what is loaded -------------------------------------------------------------------------
+
+    @property
+    def variants(self) -> list[ServedVariant]:
+        """Loaded variants, sorted by name."""
+        return [self._variants[name] for name in sorted(self._variants)]
+
+    @property
+    def collections(self) -> list[ServedCollection]:
+        """Served collections, sorted by (variant, collection)."""
+        return [self._collections[key] for key in sorted(self._collections)]
+
+    def resolve_variant(self, name: str | None) -> ServedVariant:
+        """The variant a request names, or the default one when it names none.
+
+        Raises ``ServiceError`` not_found for an unknown name, invalid_input when no name is given
+        and several variants are loaded without a default.
+        """
+        if name is None:
+            if self._default_variant is None:
+                raise ServiceError(
+                    ErrorCode.INVALID_INPUT,
+                    "several variants are loaded and none is the default: name one in 'variant' "
+                    f"({', '.join(sorted(self._variants))})",
+                )
+            return self._variants[self._default_variant]
+        variant = self._variants.get(name)
+        if variant is None:
+            raise ServiceError(
+                ErrorCode.NOT_FOUND,
+                f"unknown variant {quoted(name)}; loaded: {', '.join(sorted(self._variants))}",
+            )
+        return variant
+
+    def collection(self, variant: ServedVariant, name: str) -> ServedCollection:
+        """The collection ``name`` embedded by ``variant``; ``ServiceError`` not_found if none."""
+        served = self._collections.get((variant.name, name))
+        if served is None:
+            known = sorted(c for v, c in self._collections if v == variant.name)
+            raise ServiceError(
+                ErrorCode.NOT_FOUND,
+                f"unknown collection {quoted(name)} for variant {variant.name!r}; "
+                f"served: {', '.join(known)}",
+            )
+        return served
+
+    def row_of(self, served: ServedCollection, item_id: str) -> int:
+        """Row number of ``item_id`` in ``served``; ``ServiceError`` not_found if absent."""
+        row = served.collection.row_of.get(item_id)
+        if row is None:
+            raise ServiceError(
+                ErrorCode.NOT_FOUND,
+                f"unknown item {quoted(item_id)} in collection {served.name!r}",
+            )
+        return row
+
+    # -- the work ---------------------------------------------------------------------------------
+
+    @staticmethod
+    def encode_texts(variant: ServedVariant, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` in one encoder call: float32 ``[len(texts), dim]``, L2-normalised rows.
+
+        Blocking (runs the ONNX session); call it off the event loop. A text whose embedding is
+        not finite (an encoder cannot pool zero tokens, say) is refused as invalid_input so that
+        it never reaches faiss or the JSON encoder.
+        """
+        encoder = variant.encoder
+        vectors = np.ascontiguousarray(encoder.encode_texts(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), encoder.dim):
+            raise RuntimeError(
+                f"encoder {variant.name!r} returned shape {vectors.shape} for {len(texts)} texts, "
+                f"expected ({len(texts)}, {encoder.dim})"
+            )
+        finite = np.isfinite(vectors).all(axis=1)
+        if not finite.all():
+            bad = int(np.flatnonzero(~finite)[0])
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"text #{bad} cannot be embedded: variant {variant.name!r} gives no finite vector",
+            )
+        return vectors
+
+    @staticmethod
+    def stored_vector(served: ServedCollection, row: int) -> np.ndarray:
+        """The bundle's stored embedding of ``row``: float32 ``[dim]`` (a read-only view)."""
+        vector: np.ndarray = served.collection.vectors[row]
+        return vector
+
+    @staticmethod
+    def search(
+        served: ServedCollection,
+        query: np.ndarray,
+        k: int,
+        exclude: Collection[str] = (),
+    ) -> list[SearchHit]:
+        """The ``k`` best rows of ``served`` for ``query`` (float32 ``[dim]``), ids in
+        ``exclude`` left out (unknown ids are ignored).
+
+        ``k`` larger than what the collection holds (after exclusion) is clamped: the result then
+        has every remaining row. Ordered by score descending, then row ascending. Blocking (runs
+        faiss); call it off the event loop.
+        """
+        collection = served.collection
+        vector = np.ascontiguousarray(query, dtype=np.float32).reshape(1, -1)
+        if vector.shape[1] != collection.dim:
+            raise RuntimeError(
+                f"query has dimension {vector.shape[1]}, collection {collection.name!r} "
+                f"has {collection.dim}"
+            )
+        # faiss answers NaN queries with garbage rows rather than an error.
+        if not np.isfinite(vector).all():
+            raise ServiceError(ErrorCode.INVALID_INPUT, "the query vector is not finite")
+        excluded_rows = np.array(
+            sorted({collection.row_of[item] for item in exclude if item in collection.row_of}),
+            dtype=np.int64,
+        )
+        wanted = min(k, collection.count - len(excluded_rows))
+        if wanted <= 0:
+            return []
+        fetch = min(collection.count, wanted + len(excluded_rows))
+        while True:
+            scores, rows = collection.index.search(vector, fetch)
+            valid = rows[0] >= 0
+            scores_found = scores[0][valid]
+            rows_found = rows[0][valid].astype(np.int64)
+            keep = ~np.isin(rows_found, excluded_rows)
+            kept_scores, kept_rows = scores_found[keep], rows_found[keep]
+            order = np.lexsort((kept_rows, -kept_scores))[:wanted]
+            kept_scores, kept_rows = kept_scores[order], kept_rows[order]
+            exhausted = fetch >= collection.count or len(rows_found) < fetch
+            if exhausted or (len(kept_rows) == wanted and scores_found.min() < kept_scores[-1]):
+                break
+            # A run of equal scores may cross the cut: rows with a lower number may be unfetched.
+            fetch = min(collection.count, fetch * 2)
+        return [
+            SearchHit(
+                rank=rank,
+                row=int(row),
+                item_id=collection.ids[int(row)],
+                score=float(score),
+                metadata=collection.metadata[int(row)],
+            )
+            for rank, (score, row) in enumerate(zip(kept_scores, kept_rows, strict=True), start=1)
+        ]
+
+
+# -- loading --------------------------------------------------------------------------------------
+
+
+def _apply_search_params(served: ServedCollection) -> None:
+    """Set the manifest's faiss search parameters (``nprobe``, ``efSearch``) on the index."""
+    params = served.collection.search_params
+    if not params:
+        return
+    space = faiss.ParameterSpace()
+    for key, value in sorted(params.items()):
+        try:
+            if isinstance(value, str):
+                raise RuntimeError("only numeric parameters can be set")
+            space.set_index_parameter(served.collection.index, key, float(value))
+        except RuntimeError as exc:
+            raise StoreLoadError(
+                f"bundle {served.bundle}@{served.bundle_version}: collection {served.name!r} "
+                f"search parameter {key}={value!r} does not apply to its index: {exc}"
+            ) from exc
+
+
+def _check_encoder_fits(
+    variant_name: str, encoder: TextEncoderProtocol, bundles: Sequence[tuple[str, LoadedBundle]]
+) -> None:
+    if encoder.name != variant_name:
+        raise StoreLoadError(
+            f"the variant folder for {variant_name!r} holds variant {encoder.name!r}; "
+            "bundles name variants by the name in their variant.json"
+        )
+    for bundle_name, bundle in bundles:
+        if bundle.variant_fingerprint != encoder.fingerprint:
+            raise StoreLoadError(
+                f"bundle {bundle_name}@{bundle.version} was embedded with variant "
+                f"{variant_name!r} fingerprint {bundle.variant_fingerprint}, but the variant "
+                f"loaded from disk has fingerprint {encoder.fingerprint}: its files changed "
+                "since the bundle was built; rebuild the bundle or restore the variant"
+            )
+        for collection in bundle.collections.values():
+            if collection.dim != encoder.dim:
+                raise StoreLoadError(
+                    f"bundle {bundle_name}@{bundle.version} collection {collection.name!r} has "
+                    f"dimension {collection.dim}, variant {variant_name!r} embeds {encoder.dim}"
+                )
+
+
+def load_store(settings: Settings, encoder_factory: EncoderFactory) -> LiveIndexStore:
+    """Load every bundle the settings name, their variants' encoders, and check they agree.
+
+    Blocking (reads files, hashes them, builds ONNX sessions). Raises ``SettingsError`` for
+    missing paths, ``BundleError`` for a bad bundle, ``StoreLoadError`` when bundles and encoders
+    do not fit together (fingerprint or dimension mismatch, unknown default variant, a collection
+    served twice) — nothing is served in any of those cases.
+    """
+    started = time.perf_counter()
+    bundles: list[tuple[str, LoadedBundle]] = []
+    for bundle_dir in settings.bundle_dirs():
+        version_dir = resolve_current(bundle_dir)
+        bundle = load_bundle(version_dir, verify=settings.verify_bundle_hashes)
+        bundles.append((bundle_dir.name, bundle))
+        logger.info(
+            "loaded bundle %s version %s (variant %s, collections %s)",
+            bundle_dir.name,
+            bundle.version,
+            bundle.variant_name,
+            ", ".join(f"{c.name}={c.count}" for c in bundle.collections.values()),
+        )
+
+    by_variant: dict[str, list[tuple[str, LoadedBundle]]] = {}
+    for bundle_name, bundle in bundles:
+        by_variant.setdefault(bundle.variant_name, []).append((bundle_name, bundle))
+    default_name = settings.default_variant
+    if default_name is None and len(by_variant) == 1:
+        default_name = next(iter(by_variant))
+    if default_name is not None and default_name not in by_variant:
+        raise StoreLoadError(
+            f"default_variant {default_name!r} is used by no served bundle "
+            f"(bundles use: {', '.join(sorted(by_variant))})"
+        )
+
+    variants: dict[str, ServedVariant] = {}
+    for variant_name, variant_bundles in sorted(by_variant.items()):
+        variant_dir = settings.variants_root / variant_name
+        if not variant_dir.is_dir():
+            raise StoreLoadError(
+                f"bundles {[name for name, _ in variant_bundles]} need variant {variant_name!r} "
+                f"but {str(variant_dir)!r} is not a folder (check CRISSCROSS_VARIANTS_ROOT)"
+            )
+        encoder = encoder_factory(variant_dir, settings)
+        _check_encoder_fits(variant_name, encoder, variant_bundles)
+        variants[variant_name] = ServedVariant(
+            name=variant_name,
+            encoder=encoder,
+            variant_dir=variant_dir,
+            is_default=variant_name == default_name,
+        )
+        logger.info(
+            "loaded variant %s (dim %d, precision %s, providers %s)",
+            variant_name,
+            encoder.dim,
+            encoder.precision,
+            ",".join(encoder.providers),
+        )
+
+    served = [
+        ServedCollection(
+            variant=bundle.variant_name,
+            bundle=bundle_name,
+            bundle_version=bundle.version,
+            collection=collection,
+        )
+        for bundle_name, bundle in bundles
+        for collection in bundle.collections.values()
+    ]
+    for one in served:
+        _apply_search_params(one)
+    store = LiveIndexStore(variants, served)
+    logger.info("store ready in %.0f ms", (time.perf_counter() - started) * 1000.0)
+    return store
+
+
+__all__ = [
+    "BundleError",
+    "EncoderFactory",
+    "LiveIndexStore",
+    "SearchHit",
+    "ServedCollection",
+    "ServedVariant",
+    "StoreLoadError",
+    "load_store",
+]

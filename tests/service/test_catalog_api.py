@@ -1,0 +1,72 @@
+"""GET /v1/items/{collection}/{id}, /v1/variants, /v1/collections."""
+
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from tests.service.fakes import CAPTIONS, FAKE_DIM, FAKE_FINGERPRINT, FAKE_VARIANT, caption_id
+
+
+def test_item_with_colons_in_its_id(client: TestClient) -> None:
+    response = client.get(f"/v1/items/captions/{caption_id(3)}")
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "collection": "captions",
+        "id": caption_id(3),
+        "row": 3,
+        "metadata": {
+            "text": CAPTIONS[3],
+            "image_id": 43,
+            "filename": "COCO_val2014_000000000043.jpg",
+            "sentid": 1003,
+        },
+    }
+
+
+def test_item_id_may_be_percent_encoded(client: TestClient) -> None:
+    response = client.get("/v1/items/captions/COCO_val2014%3Asentid%3A1005")
+    assert response.status_code == 200
+    assert response.json()["row"] == 5
+
+
+def test_item_with_named_variant(client: TestClient) -> None:
+    response = client.get(f"/v1/items/captions/{caption_id(0)}", params={"variant": FAKE_VARIANT})
+    assert response.status_code == 200
+
+
+def test_variants(client: TestClient) -> None:
+    response = client.get("/v1/variants")
+    assert response.status_code == 200
+    assert response.json() == {
+        "variants": [
+            {
+                "name": FAKE_VARIANT,
+                "dim": FAKE_DIM,
+                "precision": "fp32",
+                "towers": ["text"],
+                "providers": ["CPUExecutionProvider"],
+                "fingerprint": FAKE_FINGERPRINT,
+                "max_tokens": 128,
+                "default": True,
+            }
+        ]
+    }
+
+
+def test_collections(client: TestClient) -> None:
+    response = client.get("/v1/collections")
+    assert response.status_code == 200
+    assert response.json() == {
+        "collections": [
+            {
+                "name": "captions",
+                "count": len(CAPTIONS),
+                "dim": FAKE_DIM,
+                "variant": FAKE_VARIANT,
+                "bundle": "coco-captions",
+                "bundle_version": "20260101T000000Z",
+                "factory": "Flat",
+                "metric": "ip",
+            }
+        ]
+    }

@@ -1,0 +1,94 @@
+"""``python -m service serve``: flags over environment, clear refusals, uvicorn options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import service.__main__ as cli
+from tests.service.fakes import FAKE_VARIANT, write_fake_bundle
+
+
+@pytest.fixture
+def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """Capture uvicorn.run instead of serving; leave the test process's logging alone."""
+    calls: list[dict[str, Any]] = []
+
+    def fake_run(app: object, **kwargs: Any) -> None:
+        calls.append({"app": app, **kwargs})
+
+    monkeypatch.setattr("service.__main__.uvicorn.run", fake_run)
+    monkeypatch.setattr(cli, "configure_logging", lambda _level: None)
+    return calls
+
+
+@pytest.fixture
+def roots(tmp_path: Path) -> tuple[Path, Path]:
+    write_fake_bundle(tmp_path / "bundles")
+    (tmp_path / "variants" / FAKE_VARIANT).mkdir(parents=True)
+    return tmp_path / "bundles", tmp_path / "variants"
+
+
+def test_serve_runs_one_uvicorn_worker_with_graceful_shutdown(
+    roots: tuple[Path, Path], uvicorn_calls: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_PORT", "9100")
+    monkeypatch.setenv("CRISSCROSS_GRACEFUL_SHUTDOWN_S", "7")
+    bundles_root, variants_root = roots
+    status = cli.main(
+        [
+            "serve",
+            "--bundles-root",
+            str(bundles_root),
+            "--variants-root",
+            str(variants_root),
+            "--port",
+            "9200",
+        ]
+    )
+    assert status == 0
+    (call,) = uvicorn_calls
+    assert call["port"] == 9200  # the flag wins over CRISSCROSS_PORT
+    assert call["host"] == "127.0.0.1"
+    assert call["timeout_graceful_shutdown"] == 7  # from the environment
+    assert call["workers"] == 1
+    assert call["access_log"] is False
+
+
+def test_missing_bundles_root_exits_2_with_a_clear_message(
+    tmp_path: Path, uvicorn_calls: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = cli.main(["serve", "--bundles-root", str(tmp_path / "absent")])
+    assert status == cli.EXIT_BAD_SETTINGS
+    assert "absent" in capsys.readouterr().err
+    assert uvicorn_calls == []
+
+
+def test_invalid_setting_exits_2(
+    roots: tuple[Path, Path],
+    uvicorn_calls: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bundles_root, variants_root = roots
+    status = cli.main(
+        [
+            "serve",
+            "--bundles-root",
+            str(bundles_root),
+            "--variants-root",
+            str(variants_root),
+            "--port",
+            "70000",
+        ]
+    )
+    assert status == cli.EXIT_BAD_SETTINGS
+    assert "port" in capsys.readouterr().err
+    assert uvicorn_calls == []
+
+
+def test_a_command_is_required() -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main([])
+    assert exited.value.code == 2
