@@ -299,6 +299,7 @@ class CrisscrossClient:
         exclude: Sequence[str] | None = None,
         variant: str | None = None,
         retry: bool = True,
+        include_metadata: bool = True,
     ) -> SearchResponse:
         """``POST /v1/search``.
 
@@ -309,8 +310,12 @@ class CrisscrossClient:
             exclude: ids removed from the ranking.
             variant: encoder variant; the service default when ``None``.
             retry: whether 503 + ``Retry-After`` is retried.
+            include_metadata: ask for each hit's metadata; evaluation replays turn it off since
+                they need ids and scores only (a k=1000 answer shrinks several-fold).
         """
         body: JsonObject = {"query": query, "collection": collection, "k": k}
+        if not include_metadata:
+            body["include_metadata"] = False
         if exclude:
             body["exclude"] = list(exclude)
         if variant is not None:

@@ -147,7 +147,12 @@ async def replay_retrieval(
     async def ask(query: str) -> dict[str, int | None]:
         exclude = [query] if first.exclude_query else None
         answer = await client.search(
-            query_of(query), first.target_collection, k, exclude=exclude, variant=variant
+            query_of(query),
+            first.target_collection,
+            k,
+            exclude=exclude,
+            variant=variant,
+            include_metadata=False,
         )
         served_by.add(answer.variant, answer.bundle_version)
         if exclude and query in answer.ids:

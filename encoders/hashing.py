@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable
 from pathlib import Path
 
-# 1 MiB reads: large enough to keep syscall overhead negligible, small enough to stay cache-friendly.
+# 1 MiB reads: few enough syscalls to be negligible, small enough to stay cache-friendly.
 _READ_CHUNK_BYTES = 1 << 20
 
 
@@ -24,5 +24,5 @@ def sha256_file(path: Path) -> str:
 
 
 def sha256_files(directory: Path, filenames: Iterable[str]) -> dict[str, str]:
-    """Hash each named file inside ``directory``; returns ``{filename: sha256 hex}`` sorted by name."""
+    """Hash each named file inside ``directory``: ``{filename: sha256 hex}``, sorted by name."""
     return {name: sha256_file(Path(directory) / name) for name in sorted(filenames)}

@@ -86,6 +86,11 @@ class SearchRequest(_Request):
         default_factory=list,
         description="Ids left out of the results (e.g. the query item); unknown ids are ignored.",
     )
+    include_metadata: bool = Field(
+        default=True,
+        description="Return each hit's metadata; false makes large-k responses several times "
+        "smaller (evaluation clients need ids and scores only).",
+    )
 
     def check_limits(self, settings: Settings) -> None:
         """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
@@ -163,7 +168,9 @@ class SearchResult(BaseModel):
     id: str
     score: float
     rank: int
-    metadata: dict[str, Any]
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Item metadata; null when the request set include_metadata=false."
+    )
 
 
 class SearchResponse(BaseModel):

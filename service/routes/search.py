@@ -53,7 +53,10 @@ async def search(
     return SearchResponse(
         results=[
             SearchResult(
-                id=hit.item_id, score=hit.score, rank=hit.rank, metadata=dict(hit.metadata)
+                id=hit.item_id,
+                score=hit.score,
+                rank=hit.rank,
+                metadata=dict(hit.metadata) if body.include_metadata else None,
             )
             for hit in hits
         ],

@@ -136,3 +136,14 @@ def test_item_query_has_no_encode_timing_header(client: TestClient) -> None:
     )
     assert "x-timing-encode-ms" not in response.headers
     assert "x-timing-search-ms" in response.headers
+
+
+def test_metadata_can_be_left_out(client: TestClient) -> None:
+    full = search(client, query={"text": "a dog sleeping on a red couch"}, k=3)
+    lean = search(
+        client, query={"text": "a dog sleeping on a red couch"}, k=3, include_metadata=False
+    )
+    assert [hit["metadata"] for hit in lean["results"]] == [None, None, None]
+    assert [(hit["id"], hit["score"]) for hit in lean["results"]] == [
+        (hit["id"], hit["score"]) for hit in full["results"]
+    ]

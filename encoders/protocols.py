@@ -1,0 +1,51 @@
+"""Structural interfaces the other packages program against (docs/contracts.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+
+@runtime_checkable
+class TextEncoderProtocol(Protocol):
+    """Anything that embeds texts into the variant's space.
+
+    Declared as read-only properties so that plain attributes and properties both satisfy it.
+    """
+
+    @property
+    def name(self) -> str:
+        """Variant name."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension d."""
+        ...
+
+    @property
+    def max_tokens(self) -> int:
+        """Truncation length in tokens, special tokens included."""
+        ...
+
+    @property
+    def precision(self) -> str:
+        """Weight precision of the variant: "fp32", "fp16" or "int8"."""
+        ...
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 hex identifying the variant's files (``VariantManifest.fingerprint``)."""
+        ...
+
+    @property
+    def providers(self) -> list[str]:
+        """onnxruntime providers really in use (``session.get_providers()``), priority order."""
+        ...
+
+    def encode_texts(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``: float32 ``[len(texts), dim]``, L2-normalised rows, C-contiguous."""
+        ...

@@ -1,0 +1,192 @@
+"""The text tower of a variant, run with onnxruntime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from encoders.providers import ProviderRequest, check_active_providers, select_providers
+from encoders.tokenizer import TextTokenizer, TokenBatch
+from encoders.variant import (
+    TextTower,
+    VariantError,
+    VariantManifest,
+    load_variant_manifest,
+    verify_variant_files,
+)
+
+DEFAULT_BATCH_SIZE: Final = 64
+# Texts are tokenized and length-sorted this many at a time, which bounds the padded token tensors
+# to SORT_WINDOW x max_tokens while keeping sort quality for large inputs (index builds).
+SORT_WINDOW: Final = 4096
+TEXT_INPUT_NAMES: Final = frozenset({"input_ids", "attention_mask", "token_type_ids"})
+PREFERRED_OUTPUT_NAME: Final = "embeddings"
+# Guards the division when a graph that does not normalise returns an all-zero row.
+_NORM_FLOOR: Final = 1e-12
+
+logger = logging.getLogger(__name__)
+
+
+class OnnxTextEncoder:
+    """Embeds texts with a variant's ``text.onnx`` and tokenizer; implements TextEncoderProtocol.
+
+    Loading verifies the SHA-256 of every variant file against ``variant.json`` (``VariantError``
+    on a mismatch). Safe to call from several threads: onnxruntime sessions and tokenizers are
+    thread-safe once configured.
+    """
+
+    def __init__(
+        self,
+        variant_dir: Path,
+        providers: ProviderRequest = "auto",
+        intra_op_threads: int = 0,
+        *,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        """Load and verify the variant in ``variant_dir`` and start an onnxruntime session.
+
+        ``providers``: "auto" (CUDA when the build offers it, else CPU), "cpu", or "cuda" (raises
+        ``ProviderError`` when the session cannot really run on CUDA). ``intra_op_threads``: 0 lets
+        onnxruntime use one thread per core. ``batch_size``: texts per session run.
+        """
+        if intra_op_threads < 0:
+            raise ValueError(f"intra_op_threads must be >= 0, got {intra_op_threads}")
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._variant_dir = Path(variant_dir)
+        self._manifest = load_variant_manifest(self._variant_dir)
+        self._text = _text_tower(self._manifest, self._variant_dir)
+        verify_variant_files(self._variant_dir, self._manifest)
+        self._batch_size = batch_size
+        self._tokenizer = TextTokenizer.from_file(
+            self._variant_dir / self._text.tokenizer_file, self._text.max_tokens
+        )
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = intra_op_threads
+        selected = select_providers(providers, ort.get_available_providers())
+        self._session = ort.InferenceSession(
+            str(self._variant_dir / self._text.onnx_file), sess_options=options, providers=selected
+        )
+        self._providers = [str(name) for name in self._session.get_providers()]
+        check_active_providers(providers, selected, self._providers)
+        self._input_names = _text_input_names(self._session, self._text.onnx_file)
+        self._output_name = _embeddings_output_name(self._session, self._text.onnx_file, self.dim)
+        logger.info(
+            "text encoder %s ready: dim %d, max_tokens %d, %s, providers %s",
+            self.name,
+            self.dim,
+            self.max_tokens,
+            self.precision,
+            self._providers,
+        )
+
+    @property
+    def name(self) -> str:
+        """Variant name."""
+        return self._manifest.name
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension d."""
+        return self._manifest.dim
+
+    @property
+    def max_tokens(self) -> int:
+        """Truncation length in tokens, special tokens included."""
+        return self._text.max_tokens
+
+    @property
+    def precision(self) -> str:
+        """Weight precision: "fp32", "fp16" or "int8"."""
+        return self._manifest.precision
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 hex of the variant's files; see ``VariantManifest.fingerprint``."""
+        return self._manifest.fingerprint
+
+    @property
+    def providers(self) -> list[str]:
+        """Providers the session really uses (``session.get_providers()``), a fresh copy."""
+        return list(self._providers)
+
+    @property
+    def manifest(self) -> VariantManifest:
+        """The variant's verified manifest."""
+        return self._manifest
+
+    def encode_texts(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed ``texts``: float32 ``[len(texts), dim]``, L2-normalised rows, C-contiguous.
+
+        Row ``i`` embeds ``texts[i]``. Texts longer than ``max_tokens`` are truncated. Internally
+        texts are sorted by token count and run in batches of similar length, so short texts
+        are not padded up to a long neighbour; the order is restored on output.
+        """
+        if isinstance(texts, str):
+            # A bare string is a Sequence[str] of characters; embedding each letter is never meant.
+            raise TypeError("encode_texts takes a sequence of texts, not a single str")
+        texts = list(texts)
+        embeddings = np.empty((len(texts), self.dim), dtype=np.float32)
+        for window_start in range(0, len(texts), SORT_WINDOW):
+            tokens = self._tokenizer.encode(texts[window_start : window_start + SORT_WINDOW])
+            by_length = np.argsort(tokens.lengths, kind="stable")
+            for batch_start in range(0, len(by_length), self._batch_size):
+                rows = by_length[batch_start : batch_start + self._batch_size]
+                embeddings[window_start + rows] = self._run(tokens.take(rows))
+        return embeddings
+
+    def _run(self, batch: TokenBatch) -> npt.NDArray[np.float32]:
+        """One session run: ``[b, L]`` token tensors → float32 ``[b, dim]`` L2-normalised rows."""
+        (raw,) = self._session.run([self._output_name], batch.as_feed(self._input_names))
+        output = np.asarray(raw, dtype=np.float32)
+        if output.shape != (len(batch.input_ids), self.dim):
+            raise VariantError(
+                f"{self._text.onnx_file} returned shape {output.shape}, "
+                f"expected ({len(batch.input_ids)}, {self.dim})"
+            )
+        if not self._manifest.normalised:
+            norms = np.linalg.norm(output, axis=1, keepdims=True)
+            output = output / np.maximum(norms, _NORM_FLOOR)
+        return output
+
+
+def _text_tower(manifest: VariantManifest, variant_dir: Path) -> TextTower:
+    """The manifest's text section; ``VariantError`` for a variant without a text tower."""
+    if manifest.text is None:
+        raise VariantError(f"variant {manifest.name!r} at {variant_dir} has no text tower")
+    return manifest.text
+
+
+def _text_input_names(session: ort.InferenceSession, onnx_file: str) -> list[str]:
+    """The graph's input names; ``VariantError`` unless they are token tensors with input_ids."""
+    names = [str(node.name) for node in session.get_inputs()]
+    if "input_ids" not in names or not set(names) <= TEXT_INPUT_NAMES:
+        raise VariantError(
+            f"{onnx_file} inputs {names} are not a text tower's: it must take input_ids "
+            f"and may take only {sorted(TEXT_INPUT_NAMES)}"
+        )
+    return names
+
+
+def _embeddings_output_name(session: ort.InferenceSession, onnx_file: str, dim: int) -> str:
+    """The output named "embeddings", else the only output; its last axis must be ``dim``."""
+    outputs = session.get_outputs()
+    names = [str(node.name) for node in outputs]
+    if PREFERRED_OUTPUT_NAME in names:
+        chosen = outputs[names.index(PREFERRED_OUTPUT_NAME)]
+    elif len(outputs) == 1:
+        chosen = outputs[0]
+    else:
+        raise VariantError(f"{onnx_file} has outputs {names} and none is named 'embeddings'")
+    last_axis = chosen.shape[-1] if chosen.shape else None
+    # A symbolic (str) last axis cannot be checked here; _run checks the real shape.
+    if isinstance(last_axis, int) and last_axis != dim:
+        raise VariantError(f"{onnx_file} outputs dim {last_axis} but the manifest says {dim}")
+    return str(chosen.name)

@@ -1,0 +1,219 @@
+"""The encoder variant manifest (``variant.json``): schema, reading, writing and verification.
+
+A variant is a folder holding ONNX towers, a tokenizer and this manifest (DESIGN §3). The manifest
+records the SHA-256 of every other file in the folder; ``fingerprint`` condenses those hashes into
+one value that index bundles record, so a service can refuse a bundle built with other weights.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Final, Literal
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from encoders.hashing import sha256_file
+
+MANIFEST_FILENAME: Final = "variant.json"
+SCHEMA_VERSION: Final = 1
+MANIFEST_FILE_MODE: Final = 0o644
+
+Tower = Literal["text", "image"]
+Precision = Literal["fp32", "fp16", "int8"]
+# A plain name: no directories, no hidden files, no "..", safe in paths and URLs.
+_PLAIN_NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+FileName = Annotated[str, StringConstraints(pattern=_PLAIN_NAME_PATTERN, max_length=255)]
+VariantName = Annotated[str, StringConstraints(pattern=_PLAIN_NAME_PATTERN, max_length=128)]
+Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+RgbTriple = tuple[float, float, float]
+
+
+class VariantError(Exception):
+    """A variant folder is missing, malformed, or its files do not match the manifest."""
+
+
+class _ManifestPart(BaseModel):
+    # Unknown keys are refused so a typo in a hand-edited manifest fails loudly instead of being
+    # silently ignored; frozen because a loaded manifest describes files that must not change.
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TextTower(_ManifestPart):
+    """How to turn strings into the text tower's inputs."""
+
+    onnx_file: FileName = "text.onnx"
+    tokenizer_file: FileName = "tokenizer.json"
+    max_tokens: PositiveInt = Field(description="Truncation length, special tokens included.")
+    truncation: Literal["longest_first, right"] = "longest_first, right"
+    padding: Literal["dynamic"] = Field(
+        default="dynamic", description="Pad each batch to its longest row, never to a fixed length."
+    )
+
+
+class ImageTower(_ManifestPart):
+    """How to turn an RGB image into the image tower's input tensor ``[n, 3, height, width]``.
+
+    Pixels are scaled to 0-1, then ``(x - mean) / std`` per channel. Filled in by the image issue.
+    """
+
+    onnx_file: FileName = "image.onnx"
+    height: PositiveInt
+    width: PositiveInt
+    resize: Literal["shorter_side", "exact"] = Field(
+        description="shorter_side: scale so the shorter side equals resize_to, keeping aspect; "
+        "exact: scale straight to height x width."
+    )
+    resize_to: PositiveInt
+    interpolation: Literal["bicubic", "bilinear", "nearest"] = "bicubic"
+    crop: Literal["center", "none"] = "center"
+    mean: RgbTriple
+    std: tuple[PositiveFloat, PositiveFloat, PositiveFloat]
+
+
+class SourceModel(_ManifestPart):
+    """Where the weights came from and what produced the ONNX files."""
+
+    base_model: str = Field(description="Model id, e.g. sentence-transformers/all-MiniLM-L6-v2.")
+    package: str | None = Field(default=None, description="pip package that carried the weights.")
+    package_version: str | None = None
+    exporter: str | None = Field(default=None, description="Tool, version and settings of export.")
+
+
+class ParityReport(_ManifestPart):
+    """Agreement between the ONNX variant and its reference model on the same inputs."""
+
+    reference: str = Field(description="What the variant was compared against.")
+    inputs: PositiveInt = Field(description="Number of inputs compared.")
+    min_cosine: float
+    mean_cosine: float
+    max_abs_diff: float = Field(description="Largest absolute difference of any coordinate.")
+    threshold: float = Field(description="The minimum cosine the variant had to reach.")
+    worst_input: str = Field(description="The input with the lowest cosine (shortened).")
+
+
+class VariantManifest(_ManifestPart):
+    """The schema of ``variant.json``."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    name: VariantName
+    towers: list[Tower] = Field(min_length=1)
+    dim: PositiveInt = Field(description="Embedding dimension d of every tower's [n, d] output.")
+    normalised: bool = Field(description="Whether the ONNX graphs L2-normalise their output.")
+    precision: Precision
+    text: TextTower | None = None
+    image: ImageTower | None = None
+    files: dict[FileName, Sha256Hex] = Field(
+        description="sha256 of every file of the variant except variant.json itself."
+    )
+    source_model: SourceModel
+    parity: ParityReport | None = None
+    created_at: AwareDatetime = Field(description="When the variant was exported (UTC).")
+
+    @model_validator(mode="after")
+    def _towers_match_their_sections(self) -> VariantManifest:
+        if len(set(self.towers)) != len(self.towers):
+            raise ValueError(f"towers must not repeat: {self.towers}")
+        for tower, section in (("text", self.text), ("image", self.image)):
+            if (tower in self.towers) != (section is not None):
+                raise ValueError(f"tower {tower!r} listed in towers iff its section is present")
+        if MANIFEST_FILENAME in self.files:
+            raise ValueError(f"{MANIFEST_FILENAME} cannot list its own hash")
+        missing = sorted(set(self.referenced_files()) - set(self.files))
+        if missing:
+            raise ValueError(f"files used by the towers have no hash in 'files': {missing}")
+        return self
+
+    def referenced_files(self) -> list[str]:
+        """File names the towers need (ONNX graphs, tokenizer), in a fixed order."""
+        names: list[str] = []
+        if self.text is not None:
+            names += [self.text.onnx_file, self.text.tokenizer_file]
+        if self.image is not None:
+            names.append(self.image.onnx_file)
+        return names
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (64 hex chars) identifying the variant's file contents.
+
+        It is the SHA-256 of the UTF-8 text made of one line ``"<filename>:<sha256>\\n"`` per entry
+        of ``files``, sorted by file name. Equal fingerprints mean byte-identical files.
+        """
+        lines = "".join(f"{name}:{digest}\n" for name, digest in sorted(self.files.items()))
+        return hashlib.sha256(lines.encode("utf-8")).hexdigest()
+
+
+def load_variant_manifest(variant_dir: Path) -> VariantManifest:
+    """Read and validate ``<variant_dir>/variant.json``; raises ``VariantError`` when it cannot."""
+    manifest_path = Path(variant_dir) / MANIFEST_FILENAME
+    try:
+        raw = manifest_path.read_text(encoding="utf-8")
+    except FileNotFoundError as error:
+        raise VariantError(f"{variant_dir} is not a variant: no {MANIFEST_FILENAME}") from error
+    try:
+        return VariantManifest.model_validate_json(raw)
+    except ValidationError as error:
+        raise VariantError(f"invalid {manifest_path}: {error}") from error
+
+
+def write_variant_manifest(variant_dir: Path, manifest: VariantManifest) -> Path:
+    """Write ``manifest`` to ``<variant_dir>/variant.json`` atomically; returns that path.
+
+    The JSON goes to a temporary file in the same folder, is fsynced, then renamed over the old
+    manifest, so a reader sees either the old or the new manifest, never a partial one.
+    """
+    variant_dir = Path(variant_dir)
+    target = variant_dir / MANIFEST_FILENAME
+    text = json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    descriptor, temp_name = tempfile.mkstemp(dir=variant_dir, prefix=".variant.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            # mkstemp creates the file private (0600); readers may run as another user.
+            os.fchmod(handle.fileno(), MANIFEST_FILE_MODE)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, target)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def verify_variant_files(variant_dir: Path, manifest: VariantManifest | None = None) -> None:
+    """Check every file listed in the manifest exists and has the recorded SHA-256.
+
+    ``manifest`` defaults to the folder's own ``variant.json``. Raises ``VariantError`` naming every
+    missing or altered file; returns ``None`` when all match. Files not listed are ignored.
+    """
+    variant_dir = Path(variant_dir)
+    if manifest is None:
+        manifest = load_variant_manifest(variant_dir)
+    problems: list[str] = []
+    for name, expected in sorted(manifest.files.items()):
+        path = variant_dir / name
+        if not path.is_file():
+            problems.append(f"{name}: missing")
+            continue
+        actual = sha256_file(path)
+        if actual != expected:
+            problems.append(f"{name}: sha256 {actual} but the manifest records {expected}")
+    if problems:
+        raise VariantError(
+            f"variant {manifest.name!r} at {variant_dir} does not match its manifest: "
+            + "; ".join(problems)
+        )
