@@ -1,9 +1,11 @@
 """Command line: ``python -m benchmarks cxc ...`` (console script ``crisscross-bench``).
 
-Example::
+Examples::
 
     python -m benchmarks cxc --url http://127.0.0.1:8000 --split val \\
         --data ../shared/data --out reports/demo --limit-queries 500
+    python -m benchmarks cxc --dataset scenes --data data/scenes --split test \\
+        --image-queries upload --out reports/scenes      # images from data/scenes/images/test
 
 Writes ``report.json``, ``report.md`` and PNG plots into ``--out`` and prints the Markdown
 report to stdout. Exit status: 0 on success, 1 when the service or the data refused the run,
@@ -23,8 +25,11 @@ from pathlib import Path
 import httpx
 
 from benchmarks.client import ServiceError, ServiceNotReadyError
+from benchmarks.corpus import DATASETS
 from benchmarks.correlation import DEFAULT_SAMPLES
-from benchmarks.cxc import ALL_TASKS, BenchmarkSetupError, CxcRunConfig, run_cxc, write_outputs
+from benchmarks.cxc import BenchmarkSetupError, CxcRunConfig, run_cxc, write_outputs
+from benchmarks.images import IMAGE_QUERY_MODES
+from benchmarks.plan import ALL_TASKS
 
 logger = logging.getLogger("benchmarks")
 
@@ -67,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="INFO", help="stdlib logging level (INFO)")
     commands = parser.add_subparsers(dest="command", required=True)
     cxc = commands.add_parser(
-        "cxc", help="CxC retrieval (t2t), STS correlation and latency on COCO Karpathy captions"
+        "cxc",
+        help="CxC retrieval (t2t, i2t, t2i, i2i and MS-COCO's original pairs), STS/SIS/SITS "
+        "correlation, BISON and latency",
     )
     cxc.add_argument("--url", default="http://127.0.0.1:8000", help="service root URL")
     cxc.add_argument("--split", default="val", help="split name in the data file names (val)")
@@ -75,12 +82,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--data",
         type=Path,
         default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
-        help=f"data folder with cxc/ and coco-karpathy-captions/ (${DATA_DIR_ENV} or "
-        "../shared/data)",
+        help="data folder with coco-karpathy-captions/, cxc/, bison/ [, images/<split>/] "
+        f"(${DATA_DIR_ENV} or ../shared/data)",
     )
     cxc.add_argument("--out", type=Path, required=True, help="folder for report.json/.md/.png")
-    cxc.add_argument("--dataset", default="coco-karpathy", help="dataset name in the report")
+    cxc.add_argument(
+        "--dataset",
+        choices=DATASETS,
+        default="coco-karpathy",
+        help="which corpus the data folder holds (coco-karpathy)",
+    )
     cxc.add_argument("--collection", default="captions", help="caption collection name")
+    cxc.add_argument("--images-collection", default="images", help="image collection name")
+    cxc.add_argument(
+        "--images-dir",
+        type=Path,
+        default=None,
+        help="folder of the split's image files, by file name (default <data>/images/<split> "
+        "when it exists); used for --image-queries upload and for images not served",
+    )
+    cxc.add_argument(
+        "--image-queries",
+        choices=IMAGE_QUERY_MODES,
+        default="item",
+        help="send image queries as item references or as uploaded file bytes (item)",
+    )
+    cxc.add_argument(
+        "--bison",
+        type=Path,
+        default=None,
+        help="BISON CSV (default <data>/bison/bison_<split>.csv, else bison_shared.csv)",
+    )
     cxc.add_argument(
         "--tasks",
         type=_task_list,
@@ -98,6 +130,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cxc.add_argument(
         "--score-batch", type=_positive_int, default=1024, help="pairs per /v1/score (1024)"
+    )
+    cxc.add_argument(
+        "--max-uploads",
+        type=_positive_int,
+        default=32,
+        help="image uploads per /v1/score request (≤ service max_images_per_request; 32)",
+    )
+    cxc.add_argument(
+        "--max-upload-bytes",
+        type=_positive_int,
+        default=900_000,
+        help="base64 image bytes per /v1/score request (< service max_body_bytes; 900000)",
     )
     cxc.add_argument(
         "--bootstrap-samples", type=_positive_int, default=DEFAULT_SAMPLES, help="(1000)"
@@ -126,11 +170,14 @@ def config_from_args(args: argparse.Namespace) -> CxcRunConfig:
         split=args.split,
         dataset=args.dataset,
         collection=args.collection,
+        images_collection=args.images_collection,
         tasks=args.tasks,
         k=args.k,
         limit_queries=args.limit_queries,
         replay_concurrency=args.replay_concurrency,
         score_batch=args.score_batch,
+        max_uploads_per_request=args.max_uploads,
+        max_upload_bytes=args.max_upload_bytes,
         bootstrap_samples=args.bootstrap_samples,
         seed=args.seed,
         concurrency_levels=args.concurrency,
@@ -138,6 +185,9 @@ def config_from_args(args: argparse.Namespace) -> CxcRunConfig:
         warmup_requests=max(0, args.warmup),
         latency_k=args.latency_k,
         variant=args.variant,
+        images_dir=args.images_dir,
+        image_queries=args.image_queries,
+        bison_file=args.bison,
         ready_timeout_s=args.ready_timeout,
         request_timeout_s=args.timeout,
         show_progress=not args.no_progress,

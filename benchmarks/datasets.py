@@ -11,6 +11,10 @@ Files:
   The row order is the collection's row order in the service.
 - CxC aggregated ratings, ``cxc/{sts,sis,sits}_{split}.csv``: two item columns (their names
   depend on the file, see :class:`RatingKind`), ``agg_score`` (0–5) and ``sampling_method``.
+
+The images of a split are not listed in a file of their own: :func:`images_of_captions` derives
+them from the captions file (one image per distinct ``filename``, in order of first appearance,
+which is the ``images`` collection's row order). BISON files are read by :mod:`benchmarks.bison`.
 """
 
 from __future__ import annotations
@@ -53,6 +57,24 @@ class Caption:
     text: str
     raw: str
     row: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImageEntry:
+    """One image of a split, as the captions file describes it.
+
+    Attributes:
+        filename: the image file name — the image's id in the service's ``images`` collection.
+        image_id: the numeric image id (COCO's, or the scenes corpus's).
+        row: the 0-based position among the split's images (order of first appearance in the
+            captions file; the ``images`` collection's row order).
+        captions: the keys of the image's captions, in captions-file order (5 for COCO).
+    """
+
+    filename: str
+    image_id: int
+    row: int
+    captions: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +130,37 @@ class RatingKind(enum.Enum):
     def path(self, data_dir: Path, split: str) -> Path:
         """The file of this kind for ``split`` under a data folder (``{data}/cxc/sts_val.csv``)."""
         return data_dir / "cxc" / f"{self.value}_{split}.csv"
+
+
+def images_of_captions(captions: Sequence[Caption]) -> list[ImageEntry]:
+    """The split's images, derived from its captions.
+
+    Args:
+        captions: the captions file's rows, in file order.
+
+    Returns:
+        One :class:`ImageEntry` per distinct ``filename``, in order of first appearance
+        (``row`` = 0, 1, ...), each with its caption keys in file order.
+
+    Raises:
+        DatasetError: one file name carries two image ids, or one image id two file names.
+    """
+    keys_of: dict[str, list[str]] = {}
+    id_of: dict[str, int] = {}
+    name_of: dict[int, str] = {}
+    for caption in captions:
+        known_id = id_of.setdefault(caption.filename, caption.image_id)
+        known_name = name_of.setdefault(caption.image_id, caption.filename)
+        if known_id != caption.image_id or known_name != caption.filename:
+            raise DatasetError(
+                f"caption {caption.key}: image {caption.filename!r} / id {caption.image_id} "
+                f"disagrees with an earlier row ({known_name!r} / {known_id})"
+            )
+        keys_of.setdefault(caption.filename, []).append(caption.key)
+    return [
+        ImageEntry(filename=name, image_id=id_of[name], row=row, captions=tuple(keys))
+        for row, (name, keys) in enumerate(keys_of.items())
+    ]
 
 
 def captions_path(data_dir: Path, split: str) -> Path:

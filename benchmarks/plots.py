@@ -21,8 +21,14 @@ def _save(figure: Figure, path: Path) -> Path:
     return path
 
 
+def task_direction(task: str) -> str:
+    """The retrieval direction of a task name: ``i2t_original`` → ``i2t``."""
+    return task.split("_", 1)[0]
+
+
 def plot_recall_curves(curves: Mapping[str, Sequence[float]], path: Path, title: str) -> Path:
-    """Recall@K against K (log scale) for each retrieval task.
+    """Recall@K against K (log scale): one panel per direction (t2t, i2t, t2i, i2i), each with
+    that direction's tasks (e.g. ``i2t`` and ``i2t_original``), in one figure.
 
     Args:
         curves: task name → R@K for K = 1..k, fractions in 0–1 (plotted ×100).
@@ -32,20 +38,76 @@ def plot_recall_curves(curves: Mapping[str, Sequence[float]], path: Path, title:
     Returns:
         ``path``.
     """
-    figure = Figure(figsize=(7.0, 4.5))
-    axes = figure.add_subplot()
+    directions: dict[str, dict[str, Sequence[float]]] = {}
     for name, curve in curves.items():
-        if curve:
-            cut_offs = np.arange(1, len(curve) + 1)
-            axes.plot(cut_offs, np.asarray(curve) * 100.0, label=name)
-    axes.set_xscale("log")
-    axes.set_xlabel("K")
-    axes.set_ylabel("R@K (%)")
-    axes.set_ylim(0.0, 100.0)
-    axes.grid(True, which="both", alpha=0.3)
-    axes.set_title(title)
-    if curves:
+        directions.setdefault(task_direction(name), {})[name] = curve
+    panels = max(1, len(directions))
+    columns = min(panels, 2)
+    rows = (panels + columns - 1) // columns
+    figure = Figure(figsize=(6.0 * columns, 4.0 * rows + 0.6))
+    grid = figure.subplots(rows, columns, squeeze=False)
+    axes_list = [axes for row in grid for axes in row]
+    for axes, (direction, tasks) in zip(axes_list, directions.items(), strict=False):
+        for name, curve in tasks.items():
+            if curve:
+                cut_offs = np.arange(1, len(curve) + 1)
+                axes.plot(cut_offs, np.asarray(curve) * 100.0, label=name)
+        axes.set_title(direction)
         axes.legend(loc="lower right")
+    for axes in axes_list:
+        axes.set_xscale("log")
+        axes.set_xlabel("K")
+        axes.set_ylabel("R@K (%)")
+        axes.set_ylim(0.0, 100.0)
+        axes.grid(True, which="both", alpha=0.3)
+    for axes in axes_list[len(directions) :]:
+        if directions:
+            axes.set_visible(False)
+    figure.suptitle(title)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+ORIGINAL_PAIRS = (("i2t", "i2t_original"), ("t2i", "t2i_original"))
+CUT_OFFS = ("R@1", "R@5", "R@10")
+
+
+def plot_original_vs_cxc(
+    tasks: Mapping[str, Mapping[str, object]], path: Path, title: str
+) -> Path | None:
+    """Grouped bars of R@1/5/10 (×100): CxC positives vs MS-COCO's original pairs, for i2t and
+    t2i (each direction drawn when at least one of its two tasks was run).
+
+    Args:
+        tasks: the report's ``tasks`` object.
+        path: the PNG file to write.
+        title: figure title.
+
+    Returns:
+        ``path``, or ``None`` (nothing written) when neither direction has a task.
+    """
+    present = [pair for pair in ORIGINAL_PAIRS if any(name in tasks for name in pair)]
+    if not present:
+        return None
+    figure = Figure(figsize=(5.5 * len(present), 4.2))
+    grid = figure.subplots(1, len(present), squeeze=False)
+    width = 0.38
+    positions = np.arange(len(CUT_OFFS))
+    for axes, pair in zip(grid[0], present, strict=True):
+        for offset, name in zip((-width / 2, width / 2), pair, strict=True):
+            entry = tasks.get(name) or {}
+            values = [entry.get(cut) for cut in CUT_OFFS]
+            heights = [float(v) * 100.0 if isinstance(v, float | int) else 0.0 for v in values]
+            label = f"{name} (CxC)" if name == pair[0] else f"{name} (COCO)"
+            bars = axes.bar(positions + offset, heights, width, label=label)
+            axes.bar_label(bars, fmt="%.1f", fontsize=8)
+        axes.set_xticks(positions, list(CUT_OFFS))
+        axes.set_ylim(0.0, 118.0)
+        axes.set_ylabel("recall (%)")
+        axes.set_title(pair[0])
+        axes.legend(loc="upper center", fontsize=8, ncols=2)
+        axes.grid(True, axis="y", alpha=0.3)
+    figure.suptitle(title)
     figure.tight_layout()
     return _save(figure, path)
 

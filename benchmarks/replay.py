@@ -21,8 +21,9 @@ import numpy.typing as npt
 from tqdm import tqdm
 
 from benchmarks.client import CrisscrossClient, JsonObject
+from benchmarks.evaluation import first_ranks_of, group_queries
 from benchmarks.ground_truth import RetrievalTask
-from benchmarks.retrieval import first_positive_rank
+from benchmarks.images import ImageFile, PairSide, resolve_side
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ async def replay_retrieval(
     concurrency: int = 8,
     variant: str | None = None,
     show_progress: bool = True,
+    collection: str | None = None,
 ) -> RetrievalReplay:
     """Search every query of ``tasks`` once and score it against each task's positives.
 
@@ -129,6 +131,8 @@ async def replay_retrieval(
         concurrency: searches in flight.
         variant: encoder variant, or the service default.
         show_progress: draw a tqdm bar on stderr.
+        collection: the service's name of the target collection, when it differs from the
+            tasks' ``target_collection`` (``"captions"`` / ``"images"``).
     """
     if not tasks:
         return RetrievalReplay(first_ranks={}, served_by=ServedBy())
@@ -140,7 +144,7 @@ async def replay_retrieval(
             first.exclude_query,
         ):
             raise ValueError(f"tasks {first.name} and {task.name} cannot share a replay")
-    queries = list(dict.fromkeys(query for task in tasks for query in task.queries))
+    queries = group_queries(tasks)
     served_by = ServedBy()
     counters = {"exclude": 0, "order": 0}
 
@@ -148,7 +152,7 @@ async def replay_retrieval(
         exclude = [query] if first.exclude_query else None
         answer = await client.search(
             query_of(query),
-            first.target_collection,
+            collection or first.target_collection,
             k,
             exclude=exclude,
             variant=variant,
@@ -159,12 +163,7 @@ async def replay_retrieval(
             counters["exclude"] += 1
         if any(later > earlier for earlier, later in pairwise(answer.scores)):
             counters["order"] += 1
-        ids = answer.ids[:k]
-        return {
-            task.name: first_positive_rank(ids, task.positives[query])
-            for task in tasks
-            if query in task.positives
-        }
+        return first_ranks_of(tasks, query, answer.ids[:k])
 
     names = ", ".join(task.name for task in tasks)
     with tqdm(total=len(queries), desc=f"search ({names})", disable=not show_progress) as bar:
@@ -186,37 +185,94 @@ async def replay_retrieval(
 
 @dataclass
 class ScoreReplay:
-    """What a score replay returns: one score per pair (input order) and who answered."""
+    """What a score replay returns: one score per pair (input order) and who answered.
+
+    Attributes:
+        scores: float64 ``[len(pairs)]`` in input order.
+        served_by: the variants and bundle versions that answered.
+        uploads: image sides sent as uploads (base64 file bytes).
+        requests: ``POST /v1/score`` requests sent.
+    """
 
     scores: npt.NDArray[np.float64]
     served_by: ServedBy
+    uploads: int = 0
+    requests: int = 0
+
+
+def _upload_bytes(side: PairSide) -> int:
+    return side.encoded_size if isinstance(side, ImageFile) else 0
+
+
+def score_batches(
+    pairs: Sequence[tuple[PairSide, PairSide]],
+    batch_size: int,
+    max_uploads: int = 32,
+    max_upload_bytes: int = 900_000,
+) -> list[range]:
+    """Split pairs into ``/v1/score`` requests.
+
+    A request holds at most ``batch_size`` pairs, at most ``max_uploads`` upload sides and at
+    most ``max_upload_bytes`` of base64 image data — except that a single pair is always sent,
+    whatever its size (the service then answers 413 if it is over its limit).
+
+    Returns:
+        Consecutive index ranges covering ``range(len(pairs))``.
+    """
+    if batch_size < 1 or max_uploads < 2 or max_upload_bytes < 1:
+        raise ValueError("need batch_size ≥ 1, max_uploads ≥ 2, max_upload_bytes ≥ 1")
+    batches: list[range] = []
+    start = count = uploads = size = 0
+    for index, (left, right) in enumerate(pairs):
+        pair_uploads = isinstance(left, ImageFile) + isinstance(right, ImageFile)
+        pair_size = _upload_bytes(left) + _upload_bytes(right)
+        full = (
+            count >= batch_size
+            or uploads + pair_uploads > max_uploads
+            or size + pair_size > max_upload_bytes
+        )
+        if count and full:
+            batches.append(range(start, index))
+            start, count, uploads, size = index, 0, 0, 0
+        count += 1
+        uploads += pair_uploads
+        size += pair_size
+    if count:
+        batches.append(range(start, len(pairs)))
+    return batches
 
 
 async def replay_scores(
     client: CrisscrossClient,
-    pairs: Sequence[tuple[JsonObject, JsonObject]],
+    pairs: Sequence[tuple[PairSide, PairSide]],
     *,
     batch_size: int = 1024,
     concurrency: int = 4,
     variant: str | None = None,
     show_progress: bool = True,
+    max_uploads: int = 32,
+    max_upload_bytes: int = 900_000,
 ) -> ScoreReplay:
-    """Score every ``(left, right)`` pair with ``POST /v1/score``, ``batch_size`` per request.
+    """Score every ``(left, right)`` pair with ``POST /v1/score``.
+
+    Sides are JSON request sides, or :class:`~benchmarks.images.ImageFile` uploads that are read
+    and base64-encoded only when their request is built. Requests are cut by
+    :func:`score_batches`.
 
     Returns:
-        ``scores``: float64 ``[len(pairs)]`` in input order.
+        ``scores``: float64 ``[len(pairs)]`` in input order, and the request/upload counts.
     """
-    if batch_size < 1:
-        raise ValueError("batch_size must be at least 1")
-    batches = [pairs[start : start + batch_size] for start in range(0, len(pairs), batch_size)]
+    batches = score_batches(pairs, batch_size, max_uploads, max_upload_bytes)
     served_by = ServedBy()
 
-    async def ask(batch: Sequence[tuple[JsonObject, JsonObject]]) -> list[float]:
-        answer = await client.score(batch, variant=variant)
+    async def ask(batch: range) -> list[float]:
+        body = [(resolve_side(pairs[i][0]), resolve_side(pairs[i][1])) for i in batch]
+        answer = await client.score(body, variant=variant)
         served_by.add(answer.variant, answer.bundle_version)
         return answer.scores
 
     with tqdm(total=len(batches), desc="score pairs", disable=not show_progress) as bar:
         answers = await map_bounded(batches, ask, concurrency, lambda: bar.update(1))
     scores = np.array([value for batch in answers for value in batch], dtype=np.float64)
-    return ScoreReplay(scores=scores, served_by=served_by)
+    uploads = sum(isinstance(side, ImageFile) for pair in pairs for side in pair)
+    return ScoreReplay(scores=scores, served_by=served_by, uploads=uploads, requests=len(batches))

@@ -3,28 +3,37 @@
 ``report.json`` (schema version 1)::
 
     schema_version   1
-    dataset          "coco-karpathy" (or as given)
+    dataset          "coco-karpathy" | "scenes"
     split            "val" | "test" | ...
-    variant          encoder variant that answered
+    variant          encoder variant that answered; towers: its towers (null when unknown)
     bundle           bundle name; bundle_version: its version (GET /v1/collections)
     bundle_versions_seen  every bundle version named by the answers (one, unless reloaded mid-run)
     service_url      the service root; created_at: UTC ISO-8601 time the run finished
-    collection       {"name", "count"} of the target collection
-    tasks.t2t, tasks.t2t_cocaptions
+    collection       {"name", "count"} of the captions collection (else the images collection)
+    collections      served collection name → item count, for the captions and images collections
+    tasks.t2t, tasks.t2t_cocaptions, tasks.i2t, tasks.t2i, tasks.i2t_original,
+    tasks.t2i_original, tasks.i2i
                      {"R@1", "R@5", "R@10" (fractions 0–1), "median_rank" (1-based, null when
                       censored), "median_rank_censored", "queries", "k"}
-    tasks.sts        {"spearman_mean", "spearman_std" (both ×100), "samples", "pairs",
-                      "query_items", "seed"}
+    tasks.sts, tasks.sis, tasks.sits
+                     {"spearman_mean", "spearman_std" (both ×100), "samples", "pairs",
+                      "query_items", "seed"}; sis/sits also "pairs_skipped" (pairs whose image
+                      could be neither referenced nor uploaded)
+    tasks.bison      {"accuracy" (0–1, ties count ½), "rows" (scored), "skipped", "ties",
+                      "skipped_reasons" {reason: rows}, "uploads"}
+    skipped          task → why it was not run (missing file, collection or tower)
     recall_curves    task → [R@1, R@2, ..., R@k] (fractions)
     latency.c<N>     {"p50_ms", "p95_ms", "p99_ms", "mean_ms", "qps", "errors", "requests",
                       "concurrency", "in_flight_mean"}
-    settings         the run's knobs (k, seed, limits, concurrencies, ...)
+    settings         the run's knobs (k, seed, limits, concurrencies, image_queries, images_dir,
+                     bison_file, tasks_requested, ...)
     checks           {"exclude_violations", "order_violations"}: answers breaking the API rules
     durations_s      wall time per phase
     service          {"collections": [...], "variants": [...] | null} as the service reported
     environment      {"cpu_count", "platform", "python", "machine"} of the benchmark client
 
-A task or load level that was not run is absent. The Markdown shows R@K ×100, as the papers do.
+A task or load level that was not run is absent from ``tasks`` / ``latency``. The Markdown shows
+R@K, Spearman's r and BISON accuracy ×100, as the papers do.
 """
 
 from __future__ import annotations
@@ -34,12 +43,27 @@ import os
 import platform
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 SCHEMA_VERSION = 1
 
 RECALL_PLOT = "recall_at_k.png"
+ORIGINAL_PLOT = "cxc_vs_original.png"
 LATENCY_PLOT = "latency.png"
+
+TASK_NOTES: Mapping[str, str] = MappingProxyType(
+    {
+        "t2t": "caption → captions; positives = STS partners ≥ 3; query excluded",
+        "t2t_cocaptions": "as t2t, plus the other captions of the query's image",
+        "i2t": "image → captions; positives = SITS captions ≥ 3; images without one skipped",
+        "i2t_original": "image → captions; positives = its own captions (MS-COCO); all images",
+        "t2i": "caption → images; positives = SITS images ≥ 3; captions without one skipped",
+        "t2i_original": "caption → images; positive = its own image (MS-COCO); all captions",
+        "i2i": "image → images; positives = SIS partners ≥ 2.5; query excluded",
+    }
+)
+"""Retrieval task → one line on its queries and positives, for the Markdown report."""
 
 
 def environment_info() -> dict[str, object]:
@@ -80,6 +104,11 @@ def _median_cell(entry: Mapping[str, Any]) -> str:
     return _number(value)
 
 
+def _towers(report: Mapping[str, Any]) -> str:
+    towers = report.get("towers")
+    return ", ".join(towers) if isinstance(towers, list) else "unknown"
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines.extend("| " + " | ".join(row) + " |" for row in rows)
@@ -92,12 +121,16 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         f"# Crisscross benchmark — {report.get('dataset')} {report.get('split')}",
         "",
         f"- service: `{report.get('service_url')}`",
-        f"- variant: `{report.get('variant')}`; bundle: `{report.get('bundle')}` "
-        f"version `{report.get('bundle_version')}`",
+        f"- variant: `{report.get('variant')}` (towers: {_towers(report)}); bundle: "
+        f"`{report.get('bundle')}` version `{report.get('bundle_version')}`",
         f"- created: {report.get('created_at')}",
     ]
+    served: Mapping[str, Any] = report.get("collections") or {}
     collection = report.get("collection") or {}
-    if collection:
+    if served:
+        counts = ", ".join(f"`{name}` ({count} items)" for name, count in served.items())
+        lines.append(f"- collections: {counts}")
+    elif collection:
         lines.append(f"- collection: `{collection.get('name')}` ({collection.get('count')} items)")
     tasks: Mapping[str, Any] = report.get("tasks") or {}
     retrieval = {name: entry for name, entry in tasks.items() if "R@1" in entry}
@@ -111,14 +144,17 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         ]
         lines += ["", "## Retrieval (R@K ×100)", ""]
         lines += _table(["task", *cut_offs, "median rank", "queries", "k"], rows)
+        lines += [""]
+        lines += [f"- `{name}`: {TASK_NOTES[name]}" for name in retrieval if name in TASK_NOTES]
         lines += [
             "",
-            "`t2t`: positives = STS partners ≥ 3 only; `t2t_cocaptions`: plus the other "
-            "captions of the query's image. Queries are excluded from their own ranking; a "
-            "median rank `> k` lies beyond the results asked for.",
+            "A median rank `> k` lies beyond the results asked for. Image queries were sent as "
+            f"`{(report.get('settings') or {}).get('image_queries', 'item')}`.",
             "",
             f"![recall@K]({RECALL_PLOT})",
         ]
+        if any(name in retrieval for name in ("i2t", "t2i", "i2t_original", "t2i_original")):
+            lines += ["", f"![CxC vs original pairs]({ORIGINAL_PLOT})"]
     correlation = {name: entry for name, entry in tasks.items() if "spearman_mean" in entry}
     if correlation:
         rows = [
@@ -128,12 +164,37 @@ def render_markdown(report: Mapping[str, Any]) -> str:
                 _number(entry.get("samples")),
                 _number(entry.get("pairs")),
                 _number(entry.get("query_items")),
+                _number(entry.get("pairs_skipped")),
                 _number(entry.get("seed")),
             ]
             for name, entry in correlation.items()
         ]
         lines += ["", "## Correlation with human scores (Spearman's r ×100, bootstrap)", ""]
-        lines += _table(["task", "mean ± std", "samples", "pairs", "query items", "seed"], rows)
+        header = ["task", "mean ± std", "samples", "pairs", "query items", "pairs skipped"]
+        lines += _table([*header, "seed"], rows)
+    bison = tasks.get("bison")
+    if bison:
+        reasons = bison.get("skipped_reasons") or {}
+        lines += ["", "## BISON (accuracy ×100; a tie counts ½)", ""]
+        lines += _table(
+            ["accuracy", "rows scored", "rows skipped", "ties", "image uploads"],
+            [
+                [
+                    _number(bison.get("accuracy"), scale=100.0),
+                    _number(bison.get("rows")),
+                    _number(bison.get("skipped")),
+                    _number(bison.get("ties")),
+                    _number(bison.get("uploads")),
+                ]
+            ],
+        )
+        if reasons:
+            detail = ", ".join(f"{reason}: {count}" for reason, count in reasons.items())
+            lines += ["", f"Skipped rows by reason: {detail}."]
+    skipped: Mapping[str, Any] = report.get("skipped") or {}
+    if skipped:
+        lines += ["", "## Skipped tasks", ""]
+        lines += _table(["task", "reason"], [[name, str(why)] for name, why in skipped.items()])
     latency: Mapping[str, Any] = report.get("latency") or {}
     if latency:
         rows = [

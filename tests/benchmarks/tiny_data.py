@@ -1,12 +1,29 @@
-"""A tiny dataset in the real files' formats, generated deterministically for tests."""
+"""A tiny dataset in the real files' formats, generated deterministically for tests.
+
+Layout (that of ``../shared/data`` plus the scenes corpus's image folder)::
+
+    coco-karpathy-captions/captions_<split>.csv   12 images × 5 captions
+    cxc/sts_<split>.csv, sis_<split>.csv, sits_<split>.csv
+    bison/bison_<split>.csv
+    images/<split>/COCO_val2014_<id:012d>.jpg       8×8 solid-colour JPEGs (+ one not in the split)
+
+Each image has a toy *description* ("a dog photo red tag0") standing in for its pixels: the
+fake service scores an image as that text. Image 3 has no SITS caption ≥ 3 (i2t skips it); image 5
+has no SIS partner (i2i skips it); BISON has one row whose other image is only in the images
+folder (uploadable) and one whose image exists nowhere (skipped).
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from PIL import Image
+
+from benchmarks.bison import BisonRow
 from benchmarks.datasets import Caption, Rating
 
 OBJECTS = ("dog", "cat", "horse", "bird", "car", "train", "boat", "pizza", "clock", "bus")
@@ -15,14 +32,42 @@ VERBS = ("sits", "stands", "runs", "waits")
 PLACES = ("on a street", "in a field", "near a house", "by the water")
 
 
+COLOURS = ("red", "green", "blue", "yellow", "grey", "pink")
+NO_SITS_POSITIVE = 3  # image index without a SITS caption ≥ 3
+NO_SIS_PARTNER = 5  # image index without an SIS partner ≥ 2.5
+EXTRA_IMAGE_ID = 5000  # in the images folder, not in the split
+MISSING_IMAGE_ID = 6000  # nowhere
+
+
 @dataclass(frozen=True)
 class TinyDataset:
-    """Paths and contents of a generated dataset."""
+    """Paths and contents of a generated dataset.
+
+    Attributes:
+        descriptions: image file name → the toy text standing in for its pixels (every file
+            in the images folder, including the one outside the split).
+        image_bytes: image file name → the file's bytes.
+    """
 
     data_dir: Path
     split: str
     captions: list[Caption]
     sts: list[Rating]
+    sis: list[Rating]
+    sits: list[Rating]
+    bison: list[BisonRow]
+    descriptions: dict[str, str]
+    image_bytes: dict[str, bytes]
+
+    @property
+    def images_dir(self) -> Path:
+        """``<data>/images/<split>``."""
+        return self.data_dir / "images" / self.split
+
+    @property
+    def filenames(self) -> list[str]:
+        """The split's image file names in row order."""
+        return list(dict.fromkeys(caption.filename for caption in self.captions))
 
 
 def _captions(rng: random.Random, images: int) -> list[Caption]:
@@ -80,11 +125,144 @@ def _ratings(rng: random.Random, captions: list[Caption]) -> list[Rating]:
     return ratings
 
 
+def _filename(image_id: int) -> str:
+    return f"COCO_val2014_{image_id:012d}.jpg"
+
+
+def _description(image_id: int) -> str:
+    index = image_id - 1000
+    tags = " ".join(f"tag{number}" for number in range(index % 5))
+    return f"a {OBJECTS[index % len(OBJECTS)]} photo {COLOURS[index % len(COLOURS)]} {tags}"
+
+
+def _jpeg(image_id: int) -> bytes:
+    buffer = io.BytesIO()
+    colour = ((image_id * 12) % 256, (image_id * 37) % 256, (image_id * 91) % 256)
+    Image.new("RGB", (8, 8), colour).save(buffer, "JPEG")
+    return buffer.getvalue()
+
+
+def _sits(rng: random.Random, captions: list[Caption]) -> list[Rating]:
+    ratings: list[Rating] = []
+    no_positive = _filename(1000 + NO_SITS_POSITIVE)
+    for caption in captions:
+        choices = (1.5, 2.99) if caption.filename == no_positive else (2.0, 2.99, 3.0, 3.5, 5.0)
+        ratings.append(Rating(caption.key, caption.filename, rng.choice(choices), "c2i_original"))
+    seen = {(rating.item1, rating.item2) for rating in ratings}
+    filenames = sorted({caption.filename for caption in captions} - {no_positive})
+    while len(ratings) < len(captions) + 30:
+        caption = rng.choice(captions)
+        filename = rng.choice(filenames)
+        if (caption.key, filename) in seen:
+            continue
+        seen.add((caption.key, filename))
+        score = rng.choice((0.0, 1.2, 2.99, 3.0, 4.1))
+        ratings.append(Rating(caption.key, filename, score, "c2i_intrasim"))
+    return ratings
+
+
+def _sis(rng: random.Random, images: int) -> list[Rating]:
+    indices = [index for index in range(images) if index != NO_SIS_PARTNER]
+    ratings: list[Rating] = []
+    seen: set[frozenset[int]] = set()
+    while len(ratings) < 2 * images:
+        left, right = rng.sample(indices, 2)
+        if frozenset((left, right)) in seen:
+            continue
+        seen.add(frozenset((left, right)))
+        score = rng.choice((0.4, 1.0, 1.7, 2.2, 2.49, 2.5, 3.0, 3.6, 4.0))
+        ratings.append(Rating(_filename(1000 + left), _filename(1000 + right), score, "i2i_csim"))
+    # The partnerless image is still rated, below the threshold.
+    ratings.append(Rating(_filename(1000 + NO_SIS_PARTNER), _filename(1000), 2.49, "i2i_csim"))
+    return ratings
+
+
+def _bison(rng: random.Random, captions: list[Caption], images: int) -> list[BisonRow]:
+    rows: list[BisonRow] = []
+    for index in range(images):
+        caption = captions[5 * index + rng.randrange(5)]
+        other = 1000 + (index + 1 + rng.randrange(images - 1)) % images
+        pair = [caption.image_id, other]
+        rng.shuffle(pair)
+        rows.append(
+            BisonRow(
+                len(rows),
+                caption.text,
+                pair[0],
+                pair[1],
+                caption.image_id,
+                "val",
+                caption.sentid,
+                "karpathy-val",
+            )
+        )
+    first = captions[0]
+    for other in (EXTRA_IMAGE_ID, MISSING_IMAGE_ID):
+        rows.append(
+            BisonRow(len(rows), first.text, other, first.image_id, first.image_id, "val", None, "")
+        )
+    return rows
+
+
+def _write_rows(path: Path, header: list[str], rows: list[list[object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
 def write_tiny_dataset(data_dir: Path, split: str = "val", images: int = 12) -> TinyDataset:
-    """Write ``captions_{split}.csv`` and ``cxc/sts_{split}.csv`` under ``data_dir``."""
+    """Write the captions, STS/SIS/SITS, BISON and image files of a split under ``data_dir``."""
     rng = random.Random(7)
     captions = _captions(rng, images)
     ratings = _ratings(rng, captions)
+    sits = _sits(rng, captions)
+    sis = _sis(rng, images)
+    bison = _bison(rng, captions, images)
+    image_ids = [1000 + index for index in range(images)] + [EXTRA_IMAGE_ID]
+    descriptions = {_filename(image_id): _description(image_id) for image_id in image_ids}
+    image_bytes = {_filename(image_id): _jpeg(image_id) for image_id in image_ids}
+    images_dir = data_dir / "images" / split
+    images_dir.mkdir(parents=True, exist_ok=True)
+    for filename, content in image_bytes.items():
+        (images_dir / filename).write_bytes(content)
+    cxc_dir = data_dir / "cxc"
+    for name, header, rows in (
+        ("sis", ["image1", "image2"], sis),
+        ("sits", ["caption", "image"], sits),
+    ):
+        _write_rows(
+            cxc_dir / f"{name}_{split}.csv",
+            [*header, "agg_score", "sampling_method"],
+            [[r.item1, r.item2, r.agg_score, r.sampling_method] for r in rows],
+        )
+    _write_rows(
+        data_dir / "bison" / f"bison_{split}.csv",
+        [
+            "bison_id",
+            "caption",
+            "image_id_0",
+            "image_id_1",
+            "true_image_id",
+            "true_image_karpathy_split",
+            "caption_id",
+            "caption_id_source",
+        ],
+        [
+            [
+                row.bison_id,
+                row.caption,
+                row.image_id_0,
+                row.image_id_1,
+                row.true_image_id,
+                row.true_image_split,
+                "" if row.caption_id is None else row.caption_id,
+                row.caption_id_source,
+            ]
+            for row in bison
+        ],
+    )
     caption_dir = data_dir / "coco-karpathy-captions"
     caption_dir.mkdir(parents=True, exist_ok=True)
     with (caption_dir / f"captions_{split}.csv").open("w", newline="", encoding="utf-8") as handle:
@@ -121,4 +299,14 @@ def write_tiny_dataset(data_dir: Path, split: str = "val", images: int = 12) -> 
         writer.writerow(["caption1", "caption2", "agg_score", "sampling_method"])
         for rating in ratings:
             writer.writerow([rating.item1, rating.item2, rating.agg_score, rating.sampling_method])
-    return TinyDataset(data_dir=data_dir, split=split, captions=captions, sts=ratings)
+    return TinyDataset(
+        data_dir=data_dir,
+        split=split,
+        captions=captions,
+        sts=ratings,
+        sis=sis,
+        sits=sits,
+        bison=bison,
+        descriptions=descriptions,
+        image_bytes=image_bytes,
+    )
