@@ -1,8 +1,10 @@
 """Command line of the encoders package (console script ``crisscross-encoders``).
 
 python -m encoders export minilm --out artifacts/variants/minilm-l6-v2 [--name N] [--force]
+python -m encoders export efficientnet --out artifacts/variants/efficientnet-lite0
 python -m encoders info artifacts/variants/minilm-l6-v2
 python -m encoders embed artifacts/variants/minilm-l6-v2 "a dog on a couch" "a cat"
+python -m encoders embed-images artifacts/variants/efficientnet-lite0 photo.jpg other.png
 """
 
 from __future__ import annotations
@@ -53,15 +55,23 @@ def _parser() -> argparse.ArgumentParser:
     export = commands.add_parser(
         "export", parents=[common], help="export a PyTorch model to a variant folder"
     )
-    export.add_argument("model", choices=["minilm"], help="which model to export")
+    export.add_argument(
+        "model",
+        choices=["minilm", "efficientnet"],
+        help="minilm: all-MiniLM-L6-v2 (text); efficientnet: EfficientNet-Lite0 (image)",
+    )
     export.add_argument("--out", type=Path, required=True, help="variant folder to create")
-    export.add_argument("--name", default=None, help="variant name (default: minilm-l6-v2)")
+    export.add_argument(
+        "--name",
+        default=None,
+        help="variant name (default: minilm-l6-v2 or efficientnet-lite0, after the model)",
+    )
     export.add_argument("--force", action="store_true", help="replace an existing --out folder")
     export.add_argument(
         "--parity-threshold",
         type=float,
         default=DEFAULT_PARITY_THRESHOLD,
-        help="minimum cosine against the PyTorch model on every parity text",
+        help="minimum cosine against the PyTorch model on every parity text or image",
     )
     export.set_defaults(handler=_export)
 
@@ -79,10 +89,29 @@ def _parser() -> argparse.ArgumentParser:
     embed.add_argument("--providers", default="auto", choices=PROVIDER_REQUESTS)
     embed.add_argument("--values", type=int, default=8, help="leading values to print per row")
     embed.set_defaults(handler=_embed)
+
+    embed_images = commands.add_parser(
+        "embed-images",
+        parents=[common],
+        help="embed image files with a variant's image tower (for debugging)",
+    )
+    embed_images.add_argument("variant_dir", type=Path)
+    embed_images.add_argument("files", nargs="+", type=Path)
+    embed_images.add_argument("--providers", default="auto", choices=PROVIDER_REQUESTS)
+    embed_images.add_argument("--values", type=int, default=8, help="leading values per row")
+    embed_images.add_argument(
+        "--max-bytes", type=int, default=10 << 20, help="largest image file accepted, in bytes"
+    )
+    embed_images.add_argument(
+        "--max-pixels", type=int, default=40_000_000, help="largest width x height accepted"
+    )
+    embed_images.set_defaults(handler=_embed_images)
     return parser
 
 
 def _export(arguments: argparse.Namespace) -> int:
+    if arguments.model == "efficientnet":
+        return _export_efficientnet(arguments)
     # Belt and braces: loading is from local paths with local_files_only, and this makes any
     # stray hub lookup in transformers fail fast instead of waiting on the network. Set before
     # transformers is first imported, which reads it at import time.
@@ -100,6 +129,28 @@ def _export(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _export_efficientnet(arguments: argparse.Namespace) -> int:
+    # Imported here: only export needs torch and the EfficientNet packages.
+    from encoders.export_efficientnet import (
+        DEFAULT_VARIANT_NAME,
+        WeightsError,
+        export_efficientnet,
+    )
+
+    try:
+        manifest = export_efficientnet(
+            arguments.out,
+            name=arguments.name or DEFAULT_VARIANT_NAME,
+            overwrite=arguments.force,
+            parity_threshold=arguments.parity_threshold,
+        )
+    except WeightsError as error:
+        logger.error("%s", error)
+        return EXIT_FAILED
+    print(f"exported {manifest.name} to {arguments.out} (fingerprint {manifest.fingerprint})")
+    return EXIT_OK
+
+
 def _info(arguments: argparse.Namespace) -> int:
     manifest = load_variant_manifest(arguments.variant_dir)
     print(f"variant      {manifest.name} (schema {manifest.schema_version})")
@@ -113,7 +164,13 @@ def _info(arguments: argparse.Namespace) -> int:
         )
     if manifest.image is not None:
         image = manifest.image
-        print(f"image        {image.onnx_file}, {image.height}x{image.width}, {image.resize}")
+        mean = ", ".join(f"{value:.4f}" for value in image.mean)
+        std = ", ".join(f"{value:.4f}" for value in image.std)
+        print(
+            f"image        {image.onnx_file}, input {image.height}x{image.width}, resize "
+            f"{image.resize} to {image.resize_to} ({image.interpolation}), crop {image.crop}, "
+            f"mean ({mean}), std ({std})"
+        )
     source = manifest.source_model
     print(f"source       {source.base_model} via {source.package} {source.package_version}")
     if source.exporter:
@@ -144,6 +201,30 @@ def _embed(arguments: argparse.Namespace) -> int:
     for text, row in zip(arguments.texts, embeddings, strict=True):
         leading = " ".join(f"{value:+.4f}" for value in row[: arguments.values])
         print(f"{text[:40]!r:44} norm {float((row**2).sum()) ** 0.5:.4f}  [{leading} ...]")
+    return EXIT_OK
+
+
+def _embed_images(arguments: argparse.Namespace) -> int:
+    from encoders.image_decode import ImageDecodeError, ImageLimits, decode_image
+    from encoders.image_encoder import OnnxImageEncoder
+
+    limits = ImageLimits(max_bytes=arguments.max_bytes, max_pixels=arguments.max_pixels)
+    images = []
+    for path in arguments.files:
+        try:
+            images.append(decode_image(path.read_bytes(), limits))
+        except (ImageDecodeError, OSError) as error:
+            logger.error("%s: %s", path, error)
+            return EXIT_FAILED
+    encoder = OnnxImageEncoder(arguments.variant_dir, providers=arguments.providers)
+    embeddings = encoder.encode_images(images)
+    print(f"variant {encoder.name}, providers {encoder.providers}")
+    print(f"shape {embeddings.shape} {embeddings.dtype}")
+    for path, image, row in zip(arguments.files, images, embeddings, strict=True):
+        leading = " ".join(f"{value:+.4f}" for value in row[: arguments.values])
+        size = f"{image.width}x{image.height}"
+        norm = float((row**2).sum()) ** 0.5
+        print(f"{path.name[:30]!r:34} {size:>11}  norm {norm:.4f}  [{leading} ...]")
     return EXIT_OK
 
 

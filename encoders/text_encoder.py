@@ -9,10 +9,10 @@ from typing import Final
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
-from encoders.providers import ProviderRequest, check_active_providers, select_providers
+from encoders.providers import ProviderRequest
 from encoders.tokenizer import TextTokenizer, TokenBatch
+from encoders.tower_session import TowerSession
 from encoders.variant import (
     TextTower,
     VariantError,
@@ -26,9 +26,6 @@ DEFAULT_BATCH_SIZE: Final = 64
 # to SORT_WINDOW x max_tokens while keeping sort quality for large inputs (index builds).
 SORT_WINDOW: Final = 4096
 TEXT_INPUT_NAMES: Final = frozenset({"input_ids", "attention_mask", "token_type_ids"})
-PREFERRED_OUTPUT_NAME: Final = "embeddings"
-# Guards the division when a graph that does not normalise returns an all-zero row.
-_NORM_FLOOR: Final = 1e-12
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +52,6 @@ class OnnxTextEncoder:
         ``ProviderError`` when the session cannot really run on CUDA). ``intra_op_threads``: 0 lets
         onnxruntime use one thread per core. ``batch_size``: texts per session run.
         """
-        if intra_op_threads < 0:
-            raise ValueError(f"intra_op_threads must be >= 0, got {intra_op_threads}")
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         self._variant_dir = Path(variant_dir)
@@ -68,16 +63,11 @@ class OnnxTextEncoder:
             self._variant_dir / self._text.tokenizer_file, self._text.max_tokens
         )
 
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = intra_op_threads
-        selected = select_providers(providers, ort.get_available_providers())
-        self._session = ort.InferenceSession(
-            str(self._variant_dir / self._text.onnx_file), sess_options=options, providers=selected
+        self._session = TowerSession(
+            self._variant_dir, self._text.onnx_file, self._manifest, providers, intra_op_threads
         )
-        self._providers = [str(name) for name in self._session.get_providers()]
-        check_active_providers(providers, selected, self._providers)
+        self._providers = self._session.active_providers
         self._input_names = _text_input_names(self._session, self._text.onnx_file)
-        self._output_name = _embeddings_output_name(self._session, self._text.onnx_file, self.dim)
         logger.info(
             "text encoder %s ready: dim %d, max_tokens %d, %s, providers %s",
             self.name,
@@ -144,17 +134,7 @@ class OnnxTextEncoder:
 
     def _run(self, batch: TokenBatch) -> npt.NDArray[np.float32]:
         """One session run: ``[b, L]`` token tensors → float32 ``[b, dim]`` L2-normalised rows."""
-        (raw,) = self._session.run([self._output_name], batch.as_feed(self._input_names))
-        output = np.asarray(raw, dtype=np.float32)
-        if output.shape != (len(batch.input_ids), self.dim):
-            raise VariantError(
-                f"{self._text.onnx_file} returned shape {output.shape}, "
-                f"expected ({len(batch.input_ids)}, {self.dim})"
-            )
-        if not self._manifest.normalised:
-            norms = np.linalg.norm(output, axis=1, keepdims=True)
-            output = output / np.maximum(norms, _NORM_FLOOR)
-        return output
+        return self._session.run(batch.as_feed(self._input_names), len(batch.input_ids))
 
 
 def _text_tower(manifest: VariantManifest, variant_dir: Path) -> TextTower:
@@ -164,29 +144,12 @@ def _text_tower(manifest: VariantManifest, variant_dir: Path) -> TextTower:
     return manifest.text
 
 
-def _text_input_names(session: ort.InferenceSession, onnx_file: str) -> list[str]:
+def _text_input_names(session: TowerSession, onnx_file: str) -> list[str]:
     """The graph's input names; ``VariantError`` unless they are token tensors with input_ids."""
-    names = [str(node.name) for node in session.get_inputs()]
+    names = session.input_names
     if "input_ids" not in names or not set(names) <= TEXT_INPUT_NAMES:
         raise VariantError(
             f"{onnx_file} inputs {names} are not a text tower's: it must take input_ids "
             f"and may take only {sorted(TEXT_INPUT_NAMES)}"
         )
     return names
-
-
-def _embeddings_output_name(session: ort.InferenceSession, onnx_file: str, dim: int) -> str:
-    """The output named "embeddings", else the only output; its last axis must be ``dim``."""
-    outputs = session.get_outputs()
-    names = [str(node.name) for node in outputs]
-    if PREFERRED_OUTPUT_NAME in names:
-        chosen = outputs[names.index(PREFERRED_OUTPUT_NAME)]
-    elif len(outputs) == 1:
-        chosen = outputs[0]
-    else:
-        raise VariantError(f"{onnx_file} has outputs {names} and none is named 'embeddings'")
-    last_axis = chosen.shape[-1] if chosen.shape else None
-    # A symbolic (str) last axis cannot be checked here; _run checks the real shape.
-    if isinstance(last_axis, int) and last_axis != dim:
-        raise VariantError(f"{onnx_file} outputs dim {last_axis} but the manifest says {dim}")
-    return str(chosen.name)

