@@ -17,7 +17,9 @@ import uvicorn
 from pydantic import ValidationError
 
 from service.app import create_app
+from service.server import DrainingServer
 from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
+from service.state import STATE_ATTRIBUTE, ServiceState
 
 EXIT_BAD_SETTINGS = 2
 
@@ -80,7 +82,9 @@ def serve(settings: Settings) -> None:
     """Run uvicorn on ``settings`` until SIGINT/SIGTERM (blocking)."""
     configure_logging(settings.log_level)
     app = create_app(settings)
-    uvicorn.run(
+    state = getattr(app.state, STATE_ATTRIBUTE)
+    assert isinstance(state, ServiceState)
+    config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
@@ -91,6 +95,7 @@ def serve(settings: Settings) -> None:
         timeout_graceful_shutdown=settings.graceful_shutdown_s,
         lifespan="on",
     )
+    DrainingServer(config, on_shutdown_signal=state.start_draining).run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

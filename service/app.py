@@ -10,25 +10,34 @@ from pathlib import Path
 import anyio
 from fastapi import FastAPI
 
-from encoders.protocols import TextEncoderProtocol
+from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
+from encoders.variant import load_variant_manifest
 from service.errors import install_error_handlers
 from service.metrics import ServiceMetrics
-from service.middleware import BodyLimitMiddleware, RequestContextMiddleware
+from service.middleware import BodyLimit, BodyLimitMiddleware, RequestContextMiddleware
 from service.routes import catalog, embed, health, score, search
-from service.settings import Settings
+from service.settings import UPLOAD_ROUTE, Settings
 from service.state import STATE_ATTRIBUTE, ServiceState
-from service.store import EncoderFactory, load_store
+from service.store import EncoderFactory, VariantEncoders, load_store
 
 logger = logging.getLogger("crisscross.service")
 
 API_VERSION = "1"
 
 
-def onnx_encoder_factory(variant_dir: Path, settings: Settings) -> TextEncoderProtocol:
-    """The production encoder: onnxruntime over the variant folder, providers from settings."""
-    return OnnxTextEncoder(
-        variant_dir, providers=settings.providers, intra_op_threads=settings.intra_op_threads
+def onnx_encoder_factory(variant_dir: Path, settings: Settings) -> VariantEncoders:
+    """The production encoders: one onnxruntime encoder per tower that the folder's
+    ``variant.json`` lists (``towers``), providers and threads from settings.
+
+    Raises ``encoders.variant.VariantError`` for a missing or invalid manifest (and whatever the
+    encoders raise for files that do not match it); the service then stays not ready.
+    """
+    towers = load_variant_manifest(variant_dir).towers
+    providers, threads = settings.providers, settings.intra_op_threads
+    return VariantEncoders(
+        text=OnnxTextEncoder(variant_dir, providers, threads) if "text" in towers else None,
+        image=OnnxImageEncoder(variant_dir, providers, threads) if "image" in towers else None,
     )
 
 
@@ -55,8 +64,9 @@ async def _load_in_background(state: ServiceState) -> None:
             for c in store.collections
         ],
         variants=[
-            (v.name, v.encoder.precision, v.encoder.providers, v.encoder.fingerprint)
+            (v.name, tower, v.precision, providers, v.fingerprint)
             for v in store.variants
+            for tower, providers in v.providers_by_tower.items()
         ],
     )
     state.store = store
@@ -67,8 +77,10 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     """Build the service app for ``settings``.
 
     Bundles and encoders load in the background once the lifespan starts (``/readyz`` is 503
-    until then). ``encoder_factory(variant_dir, settings)`` builds each variant's text encoder;
-    the default is :func:`onnx_encoder_factory`. Nothing is shared between apps.
+    until then). ``encoder_factory(variant_dir, settings)`` builds each variant's encoders (a
+    :class:`service.store.VariantEncoders` with a text tower, an image tower or both); the
+    default is :func:`onnx_encoder_factory`, which reads the towers from ``variant.json``.
+    Nothing is shared between apps.
     """
     state = ServiceState(
         settings=settings,
@@ -95,7 +107,16 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     install_error_handlers(app)
     # Starlette runs the middleware added last first: the context wraps the body limit, so a
     # 413 still carries a request id, is logged and counted.
-    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.max_body_bytes)
+    # JSON bodies keep max_body_bytes; the upload route's limit follows max_image_bytes.
+    json_limit = BodyLimit(
+        settings.max_body_bytes,
+        hint=f"send images over about {settings.max_json_image_bytes} bytes as a file to "
+        f"{UPLOAD_ROUTE} (multipart/form-data)",
+    )
+    upload_limit = BodyLimit(settings.upload_body_limit, setting="max_upload_body_bytes")
+    app.add_middleware(
+        BodyLimitMiddleware, default=json_limit, by_path={UPLOAD_ROUTE: upload_limit}
+    )
     app.add_middleware(
         RequestContextMiddleware,
         metrics=state.metrics,

@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
+from encoders.image_decode import DecodeFailure
 from service.request_context import request_id_of
 
 
@@ -47,6 +48,15 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.NOT_READY: 503,
     ErrorCode.INTERNAL: 500,
 }
+
+CODE_OF_DECODE_FAILURE: Mapping[DecodeFailure, ErrorCode] = {
+    "too_many_bytes": ErrorCode.PAYLOAD_TOO_LARGE,
+    "too_many_pixels": ErrorCode.PAYLOAD_TOO_LARGE,
+    "unsupported_format": ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    "invalid_image": ErrorCode.INVALID_INPUT,
+}
+"""The error code of each ``encoders.image_decode.ImageDecodeError.reason`` (its status then comes
+from :data:`STATUS_OF`): over a limit → 413, a refused format → 415, not an image → 422."""
 
 # Starlette raises HTTPException with a bare status (404 no route, 405 wrong method, ...).
 _CODE_OF_STATUS: Mapping[int, ErrorCode] = {

@@ -64,16 +64,31 @@ class ServiceMetrics:
         )
         self.encode_seconds = Histogram(
             "crisscross_encode_duration_seconds",
-            "Time in one encoder call (all texts of a request), by variant.",
-            ["variant"],
+            "Time in one encoder call (the texts or a group of images of a request), by variant "
+            "and tower (text, image).",
+            ["variant", "tower"],
             buckets=_STAGE_BUCKETS_S,
             registry=self.registry,
         )
         self.encode_batch_size = Histogram(
             "crisscross_encode_batch_size",
-            "Texts per encoder call, by variant.",
-            ["variant"],
+            "Inputs (texts or images) per encoder call, by variant and tower.",
+            ["variant", "tower"],
             buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.image_decode_seconds = Histogram(
+            "crisscross_image_decode_duration_seconds",
+            "Time turning one request's image payloads (base64, file bytes) into RGB pixels, "
+            "refused payloads included.",
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.images_refused = Counter(
+            "crisscross_images_refused",
+            "Image payloads refused, by reason (invalid_base64, too_many_bytes, "
+            "too_many_pixels, unsupported_format, invalid_image).",
+            ["reason"],
             registry=self.registry,
         )
         self.search_seconds = Histogram(
@@ -97,8 +112,9 @@ class ServiceMetrics:
         )
         self.variant_info = Gauge(
             "crisscross_variant_loaded",
-            "1 for each encoder variant loaded, with its precision and onnxruntime providers.",
-            ["variant", "precision", "providers", "fingerprint"],
+            "1 for each tower of each encoder variant loaded, with its precision and onnxruntime "
+            "providers.",
+            ["variant", "tower", "precision", "providers", "fingerprint"],
             registry=self.registry,
         )
         self.ready = Gauge(
@@ -122,11 +138,12 @@ class ServiceMetrics:
         self,
         bundles: Iterable[tuple[str, str, str]],
         collections: Iterable[tuple[str, str, str, str, int]],
-        variants: Iterable[tuple[str, str, Iterable[str], str]],
+        variants: Iterable[tuple[str, str, str, Iterable[str], str]],
     ) -> None:
         """Publish what is served: ``(bundle, version, variant)``,
         ``(variant, collection, bundle, version, count)`` and
-        ``(variant, precision, providers, fingerprint)`` tuples. Replaces earlier values."""
+        ``(variant, tower, precision, providers, fingerprint)`` tuples. Replaces earlier
+        values."""
         self.bundle_info.clear()
         self.collection_items.clear()
         self.variant_info.clear()
@@ -134,8 +151,10 @@ class ServiceMetrics:
             self.bundle_info.labels(bundle, version, variant).set(1)
         for variant, collection, bundle, version, count in collections:
             self.collection_items.labels(variant, collection, bundle, version).set(count)
-        for variant, precision, providers, fingerprint in variants:
-            self.variant_info.labels(variant, precision, ",".join(providers), fingerprint).set(1)
+        for variant, tower, precision, providers, fingerprint in variants:
+            self.variant_info.labels(
+                variant, tower, precision, ",".join(providers), fingerprint
+            ).set(1)
         self.ready.set(1)
 
     def exposition(self) -> bytes:

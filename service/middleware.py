@@ -8,6 +8,8 @@ so an exception anywhere below still answers in the one error shape.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
@@ -39,6 +41,13 @@ def _route_template(scope: Scope) -> str:
         return UNMATCHED_ROUTE
     template = getattr(route, "path_format", None) or getattr(route, "path", None)
     return str(template) if template else UNMATCHED_ROUTE
+
+
+def _app_path(scope: Scope) -> str:
+    """The request path as the app's routes see it (without a proxy's ``root_path``)."""
+    path = str(scope.get("path", ""))
+    root = str(scope.get("root_path", ""))
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def _ms(value: float) -> str:
@@ -73,6 +82,8 @@ class RequestContextMiddleware:
                 status = int(message["status"])
                 headers = MutableHeaders(scope=message)
                 headers[REQUEST_ID_HEADER] = context.request_id
+                if context.decode_ms is not None:
+                    headers["x-timing-decode-ms"] = _ms(context.decode_ms)
                 if context.encode_ms is not None:
                     headers["x-timing-encode-ms"] = _ms(context.encode_ms)
                 if context.search_ms is not None:
@@ -111,15 +122,32 @@ class RequestContextMiddleware:
         level = logging.DEBUG if route in _QUIET_ROUTES and status < 400 else logging.INFO
         access_logger.log(
             level,
-            "request_id=%s method=%s route=%s status=%d encode_ms=%s search_ms=%s total_ms=%s",
+            "request_id=%s method=%s route=%s status=%d decode_ms=%s encode_ms=%s search_ms=%s "
+            "total_ms=%s",
             context.request_id,
             method,
             route,
             status,
+            _ms(context.decode_ms) if context.decode_ms is not None else "-",
             _ms(context.encode_ms) if context.encode_ms is not None else "-",
             _ms(context.search_ms) if context.search_ms is not None else "-",
             _ms(total_ms),
         )
+
+
+@dataclass(frozen=True)
+class BodyLimit:
+    """A body size limit: ``max_bytes``, the ``setting`` that sets it (named in the 413
+    message) and a ``hint`` appended to that message (where to send larger bodies)."""
+
+    max_bytes: int
+    setting: str = "max_body_bytes"
+    hint: str = ""
+
+    def message(self) -> str:
+        """The 413 message: which limit was hit, and the hint."""
+        text = f"request body is larger than {self.setting}={self.max_bytes}"
+        return f"{text}; {self.hint}" if self.hint else text
 
 
 class PayloadTooLargeError(HTTPException):
@@ -127,34 +155,41 @@ class PayloadTooLargeError(HTTPException):
     turn it into 413 ``payload_too_large`` (FastAPI re-raises HTTP exceptions met while reading
     a body, so the matched route is known and the 413 is counted under it)."""
 
-    def __init__(self, max_body_bytes: int) -> None:
+    def __init__(self, limit: BodyLimit) -> None:
         super().__init__(
             status_code=413,
-            detail=f"request body is larger than max_body_bytes={max_body_bytes}",
+            detail=limit.message(),
             # The unread rest of the body would otherwise be parsed as the next request.
             headers={"Connection": "close"},
         )
 
 
 class BodyLimitMiddleware:
-    """Refuses request bodies over ``max_body_bytes`` with 413 ``payload_too_large``.
+    """Refuses request bodies over their limit with 413 ``payload_too_large``.
 
-    Bytes are counted as they arrive — chunked uploads declare no length and a declared length
-    can lie — and a ``Content-Length`` over the limit is refused at the first read, before any
-    body byte is taken. Nothing is buffered here.
+    ``default`` applies to every path except those in ``by_path`` (exact route paths, without
+    a proxy's ``root_path``; e.g. the multipart upload route, whose limit follows
+    ``max_image_bytes`` rather than the JSON limit). Bytes are counted as they arrive —
+    chunked uploads declare no length and a declared length can lie — and a ``Content-Length``
+    over the limit is refused at the first read, before any body byte is taken. Nothing is
+    buffered here.
     """
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, default: BodyLimit, by_path: Mapping[str, BodyLimit] | None = None
+    ) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
+        self.default = default
+        self.by_path = dict(by_path or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.by_path.get(_app_path(scope), self.default)
         declared = Headers(scope=scope).get("content-length")
         declared_too_large = (
-            declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes
+            declared is not None and declared.isdigit() and int(declared) > limit.max_bytes
         )
         received = 0
         response_started = False
@@ -162,12 +197,12 @@ class BodyLimitMiddleware:
         async def counting_receive() -> Message:
             nonlocal received
             if declared_too_large:
-                raise PayloadTooLargeError(self.max_body_bytes)
+                raise PayloadTooLargeError(limit)
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_body_bytes:
-                    raise PayloadTooLargeError(self.max_body_bytes)
+                if received > limit.max_bytes:
+                    raise PayloadTooLargeError(limit)
             return message
 
         async def watching_send(message: Message) -> None:

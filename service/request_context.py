@@ -1,7 +1,7 @@
 """Per-request context carried in the ASGI scope: request id and stage timings.
 
-The outermost middleware creates it; routes record the time spent encoding and searching; the
-middleware turns it into response headers, the access log line and metrics.
+The outermost middleware creates it; routes record the time spent decoding images, encoding and
+searching; the middleware turns it into response headers, the access log line and metrics.
 """
 
 from __future__ import annotations
@@ -23,8 +23,13 @@ class RequestContext:
 
     request_id: str
     started_s: float = field(default_factory=time.perf_counter)
+    decode_ms: float | None = None
     encode_ms: float | None = None
     search_ms: float | None = None
+
+    def add_decode_ms(self, elapsed_ms: float) -> None:
+        """Add time spent turning image payloads (base64, file bytes) into RGB pixels."""
+        self.decode_ms = (self.decode_ms or 0.0) + elapsed_ms
 
     def add_encode_ms(self, elapsed_ms: float) -> None:
         """Add time spent in the encoder (a request may encode more than once)."""

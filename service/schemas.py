@@ -8,11 +8,12 @@ encoding, so one request model serves every configuration.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from service.errors import ErrorCode, ServiceError
+from service.images import check_base64_length
 from service.settings import Settings
 
 
@@ -30,6 +31,16 @@ def _text_is_usable(text: str) -> str:
 QueryText = Annotated[str, AfterValidator(_text_is_usable)]
 """A text to embed: not blank, encodable as UTF-8. Its length limit is a setting."""
 
+Base64Image = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description="The image file's bytes (JPEG, PNG, WEBP or GIF) in standard, padded base64, "
+        "without a data: prefix; at most max_image_bytes once decoded.",
+    ),
+]
+"""An image file in base64. Its size limits are settings, checked before it is decoded."""
+
 
 class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
@@ -42,19 +53,31 @@ class ItemRef(_Request):
     id: str
 
 
+QueryKind = Literal["text", "image", "item"]
+
+
 class QueryInput(_Request):
-    """One side of a query: exactly one of ``text`` (embedded by the variant's text tower) or
-    ``item`` (the item's stored vector)."""
+    """One side of a query: exactly one of ``text`` (embedded by the variant's text tower),
+    ``image`` (base64 file bytes, embedded by its image tower) or ``item`` (the item's stored
+    vector, from either collection)."""
 
     text: QueryText | None = None
+    image: Base64Image | None = None
     item: ItemRef | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> QueryInput:
-        given = [name for name in ("text", "item") if getattr(self, name) is not None]
+        given = [name for name in ("text", "image", "item") if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError(f"give exactly one of 'text' or 'item' (got {len(given)})")
+            raise ValueError(f"give exactly one of 'text', 'image' or 'item' (got {len(given)})")
         return self
+
+    @property
+    def kind(self) -> QueryKind:
+        """Which of the three the side holds."""
+        if self.text is not None:
+            return "text"
+        return "image" if self.image is not None else "item"
 
 
 def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
@@ -66,16 +89,26 @@ def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
     return None
 
 
-def _check_query_text(where: str, query: QueryInput, settings: Settings) -> None:
+def _check_query_side(where: str, query: QueryInput, settings: Settings) -> None:
     if query.text is not None and (error := _too_long(f"{where}.text", query.text, settings)):
         raise error
+    if query.image is not None:
+        check_base64_length(f"{where}.image", query.image, settings)
 
 
-class SearchRequest(_Request):
-    """``POST /v1/search``: the ``k`` nearest items of ``collection`` to ``query``."""
+def _check_image_count(where: str, count: int, settings: Settings) -> None:
+    if count > settings.max_images_per_request:
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{where}: {count} images, more than "
+            f"max_images_per_request={settings.max_images_per_request}",
+        )
 
-    query: QueryInput
-    collection: str = Field(description="Collection to search, e.g. 'captions'.")
+
+class SearchOptions(_Request):
+    """What a search asks for besides its query (shared by the JSON and the upload route)."""
+
+    collection: str = Field(description="Collection to search: 'captions' or 'images'.")
     k: int = Field(
         default=10,
         ge=1,
@@ -103,7 +136,29 @@ class SearchRequest(_Request):
                 ErrorCode.INVALID_INPUT,
                 f"exclude: {len(self.exclude)} ids, more than max_exclude={settings.max_exclude}",
             )
-        _check_query_text("query", self.query, settings)
+
+
+class SearchRequest(SearchOptions):
+    """``POST /v1/search``: the ``k`` nearest items of ``collection`` to ``query``."""
+
+    query: QueryInput
+
+    def check_limits(self, settings: Settings) -> None:
+        """Raise ``ServiceError`` when a settings limit is exceeded: invalid_input (422) for
+        ``k``, ``exclude`` and text length, payload_too_large (413) for an image's base64
+        length. Nothing is decoded or encoded."""
+        super().check_limits(settings)
+        _check_query_side("query", self.query, settings)
+
+
+class SearchUploadForm(SearchOptions):
+    """The form fields of ``POST /v1/search/upload`` (besides the ``file`` part).
+
+    Form values arrive as strings, so this model converts them (``k=5``,
+    ``include_metadata=false``); ``exclude`` may repeat. Unknown fields are refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
 
 
 class ScorePair(_Request):
@@ -119,36 +174,65 @@ class ScoreRequest(_Request):
     pairs: list[ScorePair] = Field(min_length=1, description="1..max_score_pairs pairs.")
     variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
 
+    def sides(self) -> list[tuple[str, QueryInput]]:
+        """Every side in request order (left, right of each pair), with its location."""
+        return [
+            (f"pairs.{index}.{name}", side)
+            for index, pair in enumerate(self.pairs)
+            for name, side in (("left", pair.left), ("right", pair.right))
+        ]
+
     def check_limits(self, settings: Settings) -> None:
-        """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
+        """Raise ``ServiceError`` when a settings limit is exceeded: invalid_input (422) for the
+        number of pairs, of image sides and for text length, payload_too_large (413) for an
+        image's base64 length. Nothing is decoded or encoded."""
         if len(self.pairs) > settings.max_score_pairs:
             raise ServiceError(
                 ErrorCode.INVALID_INPUT,
                 f"pairs: {len(self.pairs)} pairs, more than "
                 f"max_score_pairs={settings.max_score_pairs}",
             )
-        for index, pair in enumerate(self.pairs):
-            _check_query_text(f"pairs.{index}.left", pair.left, settings)
-            _check_query_text(f"pairs.{index}.right", pair.right, settings)
+        sides = self.sides()
+        _check_image_count("pairs", sum(side.image is not None for _, side in sides), settings)
+        for where, side in sides:
+            _check_query_side(where, side, settings)
 
 
 class EmbedRequest(_Request):
-    """``POST /v1/embed``: embeddings of texts."""
+    """``POST /v1/embed``: embeddings of texts or of images (exactly one of the two)."""
 
-    texts: list[QueryText] = Field(min_length=1, description="1..max_embed_inputs texts.")
+    texts: list[QueryText] | None = Field(
+        default=None, min_length=1, description="1..max_embed_inputs texts."
+    )
+    images: list[Base64Image] | None = Field(
+        default=None, min_length=1, description="1..max_images_per_request base64 image files."
+    )
     variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
 
+    @model_validator(mode="after")
+    def _exactly_one(self) -> EmbedRequest:
+        if (self.texts is None) == (self.images is None):
+            raise ValueError("give exactly one of 'texts' or 'images'")
+        return self
+
     def check_limits(self, settings: Settings) -> None:
-        """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
-        if len(self.texts) > settings.max_embed_inputs:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT,
-                f"texts: {len(self.texts)} texts, more than "
-                f"max_embed_inputs={settings.max_embed_inputs}",
-            )
-        for index, text in enumerate(self.texts):
-            if error := _too_long(f"texts.{index}", text, settings):
-                raise error
+        """Raise ``ServiceError`` when a settings limit is exceeded: invalid_input (422) for the
+        number of texts or images and for text length, payload_too_large (413) for an image's
+        base64 length. Nothing is decoded or encoded."""
+        if self.texts is not None:
+            if len(self.texts) > settings.max_embed_inputs:
+                raise ServiceError(
+                    ErrorCode.INVALID_INPUT,
+                    f"texts: {len(self.texts)} texts, more than "
+                    f"max_embed_inputs={settings.max_embed_inputs}",
+                )
+            for index, text in enumerate(self.texts):
+                if error := _too_long(f"texts.{index}", text, settings):
+                    raise error
+        if self.images is not None:
+            _check_image_count("images", len(self.images), settings)
+            for index, image in enumerate(self.images):
+                check_base64_length(f"images.{index}", image, settings)
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -157,6 +241,9 @@ class EmbedRequest(_Request):
 class Timings(BaseModel):
     """Server-side stage times of one request, in milliseconds."""
 
+    decode: float = Field(
+        default=0.0, description="Image decoding: base64 and pixels (0 when no image was sent)."
+    )
     encode: float = Field(description="Encoder time (0 when nothing was encoded).")
     search: float = Field(description="faiss search and stored-vector lookups.")
     total: float = Field(description="From arrival to the response being built.")
@@ -197,7 +284,8 @@ class ScoreResponse(BaseModel):
 
 
 class EmbedResponse(BaseModel):
-    """Float32 embeddings ``[len(texts), dim]`` as JSON numbers, L2-normalised rows."""
+    """Float32 embeddings ``[len(texts or images), dim]`` as JSON numbers, L2-normalised rows,
+    in request order."""
 
     embeddings: list[list[float]]
     dim: int
@@ -219,10 +307,20 @@ class VariantInfo(BaseModel):
     name: str
     dim: int
     precision: str
-    towers: list[str]
-    providers: list[str]
+    towers: list[str] = Field(description="'text', 'image' or both.")
+    providers: list[str] = Field(
+        description="onnxruntime providers in use by any tower, de-duplicated, priority order."
+    )
+    tower_providers: dict[str, list[str]] = Field(
+        description="Providers in use, per tower (e.g. {'text': [...], 'image': [...]})."
+    )
     fingerprint: str
-    max_tokens: int
+    max_tokens: int | None = Field(
+        description="Text truncation length in tokens; null without a text tower."
+    )
+    image_size: list[int] | None = Field(
+        description="[height, width] in pixels of the image tower's input; null without one."
+    )
     default: bool
 
 

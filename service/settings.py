@@ -15,8 +15,13 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from index_builder.bundle import CURRENT_FILE
 
 MIB = 1 << 20
+KIB = 1 << 10
 # Room for the JSON around a text in the smallest request (field names, collection, k).
 JSON_OVERHEAD_BYTES = 1024
+# Room for the form fields (collection, k, variant, exclude ids, include_metadata) and the
+# multipart framing around the file on POST /v1/search/upload.
+UPLOAD_OVERHEAD_BYTES = 256 * KIB
+UPLOAD_ROUTE = "/v1/search/upload"
 
 ProviderChoice = Literal["auto", "cpu", "cuda"]
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
@@ -85,7 +90,46 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=1 * MIB,
         ge=1,
-        description="Largest request body in bytes; larger gives 413 payload_too_large, unread.",
+        description=(
+            "Largest JSON request body in bytes; larger gives 413 payload_too_large, unread. It "
+            "also caps images sent as base64 in JSON (about 3/4 of it); larger images go to "
+            f"{UPLOAD_ROUTE}, whose limit is max_upload_body_bytes."
+        ),
+    )
+    max_upload_body_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            f"Largest multipart body of {UPLOAD_ROUTE} in bytes; larger gives 413 "
+            "payload_too_large, unread. Default (unset): max_image_bytes + "
+            f"{UPLOAD_OVERHEAD_BYTES} bytes for the form fields and framing; a value below that "
+            "is refused."
+        ),
+    )
+    max_image_bytes: int = Field(
+        default=10 * MIB,
+        ge=1,
+        description=(
+            "Largest image file in bytes (after base64 decoding); larger gives 413 "
+            "payload_too_large before anything is decoded (a base64 string longer than "
+            "4/3 of it is refused unread)."
+        ),
+    )
+    max_image_pixels: int = Field(
+        default=40_000_000,
+        ge=1,
+        description=(
+            "Largest width x height an image header may declare; more gives 413 "
+            "payload_too_large before any pixel is decoded (decompression bombs allocate nothing)."
+        ),
+    )
+    max_images_per_request: int = Field(
+        default=32,
+        ge=1,
+        description=(
+            "Most images one request may hold (a search query, the sides of /v1/score, the "
+            "images of /v1/embed); more gives 422 invalid_input before anything is decoded."
+        ),
     )
     max_score_pairs: int = Field(
         default=1024,
@@ -164,7 +208,31 @@ class Settings(BaseSettings):
                 f"max_body_bytes={self.max_body_bytes} cannot hold one text of max_text_chars="
                 f"{self.max_text_chars} characters; raise it to at least {needed}"
             )
+        # An upload limit below one image of max_image_bytes (plus its form) would answer 413
+        # to an image the documented image limit promises to accept. JSON routes are different
+        # by design: they carry small images only, and their 413 names the upload route.
+        upload_needed = self.max_image_bytes + UPLOAD_OVERHEAD_BYTES
+        if self.max_upload_body_bytes is not None and self.max_upload_body_bytes < upload_needed:
+            raise ValueError(
+                f"max_upload_body_bytes={self.max_upload_body_bytes} cannot hold one image of "
+                f"max_image_bytes={self.max_image_bytes} and its form fields; raise it to at "
+                f"least {upload_needed} or leave it unset"
+            )
         return self
+
+    @property
+    def upload_body_limit(self) -> int:
+        """The body limit in bytes of ``POST /v1/search/upload`` (``max_upload_body_bytes``, or
+        ``max_image_bytes`` + :data:`UPLOAD_OVERHEAD_BYTES` when unset)."""
+        if self.max_upload_body_bytes is not None:
+            return self.max_upload_body_bytes
+        return self.max_image_bytes + UPLOAD_OVERHEAD_BYTES
+
+    @property
+    def max_json_image_bytes(self) -> int:
+        """About the largest image (bytes) whose base64 fits a JSON body of ``max_body_bytes``
+        (3/4 of the body less the smallest JSON around it); never above ``max_image_bytes``."""
+        return min(self.max_image_bytes, (self.max_body_bytes - JSON_OVERHEAD_BYTES) * 3 // 4)
 
     def bundle_dirs(self) -> list[Path]:
         """The ``<bundles_root>/<name>`` folders to serve, sorted by name.

@@ -1,8 +1,9 @@
-"""The blocking stages of a request — encoding and searching — run off the event loop, timed.
+"""The blocking stages of a request — decoding images, encoding, searching — run off the event
+loop, timed.
 
-Each stage runs in a worker thread (onnxruntime and faiss release the GIL), adds its time to
-the request's context (for the ``x-timing-*`` headers, the access log and ``timings_ms``) and to
-the stage histograms.
+Each stage runs in a worker thread (Pillow, onnxruntime and faiss release the GIL), adds its
+time to the request's context (for the ``x-timing-*`` headers, the access log and
+``timings_ms``) and to the stage histograms.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import time
 from collections.abc import Collection, Sequence
 
 import numpy as np
+from PIL.Image import Image
 from starlette.concurrency import run_in_threadpool
 
+from encoders.image_decode import ImageLimits
+from service.images import ImagePayload, ImageRefusedError, decode_payload, payload_bytes
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from service.store import LiveIndexStore, SearchHit, ServedCollection, ServedVariant
@@ -31,8 +35,82 @@ async def encode_texts(
     finally:
         elapsed_s = time.perf_counter() - started
         context.add_encode_ms(elapsed_s * 1000.0)
-        metrics.encode_seconds.labels(variant.name).observe(elapsed_s)
-        metrics.encode_batch_size.labels(variant.name).observe(len(texts))
+        metrics.encode_seconds.labels(variant.name, "text").observe(elapsed_s)
+        metrics.encode_batch_size.labels(variant.name, "text").observe(len(texts))
+
+
+async def _encode_images(
+    context: RequestContext,
+    metrics: ServiceMetrics,
+    variant: ServedVariant,
+    images: Sequence[Image],
+) -> np.ndarray:
+    """Embed decoded ``images`` in one encoder call: float32 ``[len(images), dim]``."""
+    started = time.perf_counter()
+    try:
+        return await run_in_threadpool(LiveIndexStore.encode_images, variant, images)
+    finally:
+        elapsed_s = time.perf_counter() - started
+        context.add_encode_ms(elapsed_s * 1000.0)
+        metrics.encode_seconds.labels(variant.name, "image").observe(elapsed_s)
+        metrics.encode_batch_size.labels(variant.name, "image").observe(len(images))
+
+
+def _all_bytes(payloads: Sequence[ImagePayload]) -> list[bytes]:
+    return [payload_bytes(payload) for payload in payloads]
+
+
+async def embed_images(
+    context: RequestContext,
+    metrics: ServiceMetrics,
+    variant: ServedVariant,
+    payloads: Sequence[ImagePayload],
+    limits: ImageLimits,
+) -> np.ndarray:
+    """Decode and embed ``payloads`` in order: float32 ``[len(payloads), dim]``, L2-normalised.
+
+    Every base64 payload is decoded first, so malformed base64 anywhere is refused before any
+    image is decoded. Images are then decoded one by one and encoded in groups holding at least
+    ``limits.max_pixels`` decoded pixels (the last group may hold fewer): a request of ordinary
+    images is one group — every image decoded, and every bad one refused, before the encoder
+    runs — while a request of huge images never holds more than about two maximal images'
+    pixels (3 bytes each) at once, however many it sends.
+
+    Raises :class:`service.images.ImageRefusedError` (413, 415 or 422; counted by reason in
+    ``crisscross_images_refused_total``).
+    """
+    decode_s = 0.0
+    rows: list[np.ndarray] = []
+    try:
+        started = time.perf_counter()
+        try:
+            blobs = await run_in_threadpool(_all_bytes, payloads)
+        finally:
+            decode_s += time.perf_counter() - started
+        group: list[Image] = []
+        group_pixels = 0
+        for payload, blob in zip(payloads, blobs, strict=True):
+            started = time.perf_counter()
+            try:
+                image = await run_in_threadpool(decode_payload, payload.where, blob, limits)
+            finally:
+                decode_s += time.perf_counter() - started
+            group.append(image)
+            group_pixels += image.width * image.height
+            if group_pixels >= limits.max_pixels:
+                rows.append(await _encode_images(context, metrics, variant, group))
+                group, group_pixels = [], 0
+        if group:
+            rows.append(await _encode_images(context, metrics, variant, group))
+    except ImageRefusedError as error:
+        metrics.images_refused.labels(error.reason).inc()
+        raise
+    finally:
+        context.add_decode_ms(decode_s * 1000.0)
+        metrics.image_decode_seconds.observe(decode_s)
+    if not rows:
+        return np.empty((0, variant.dim), dtype=np.float32)
+    return np.concatenate(rows).astype(np.float32, copy=False)
 
 
 async def search(

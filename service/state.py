@@ -30,14 +30,20 @@ class ServiceState:
     encoder_factory: EncoderFactory
     store: LiveIndexStore | None = None
     load_error: str | None = None
+    draining: bool = False
+
+    def start_draining(self) -> None:
+        """Called on SIGTERM/SIGINT: readiness answers 503 from now on, requests still run."""
+        self.draining = True
 
     def not_ready_error(self) -> ServiceError:
         """The 503 not_ready answered while there is no store."""
-        reason = (
-            f"loading failed: {self.load_error}"
-            if self.load_error is not None
-            else "bundles and encoders are still loading"
-        )
+        if self.draining:
+            reason = "shutting down"
+        elif self.load_error is not None:
+            reason = f"loading failed: {self.load_error}"
+        else:
+            reason = "bundles and encoders are still loading"
         return ServiceError(
             ErrorCode.NOT_READY,
             f"not ready: {reason}",
@@ -83,6 +89,20 @@ def require_json(request: Request) -> None:
         raise ServiceError(
             ErrorCode.UNSUPPORTED_MEDIA_TYPE,
             f"content-type must be application/json (got {shown})",
+        )
+
+
+def require_multipart(request: Request) -> None:
+    """Refuse a body that is not declared ``multipart/form-data`` with 415
+    unsupported_media_type (the upload route reads its form itself, after this check)."""
+    content_type = request.headers.get("content-type", "")
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type != "multipart/form-data":
+        shown = quoted(media_type) if media_type else "none"
+        raise ServiceError(
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            f"content-type must be multipart/form-data (got {shown}); send JSON with base64 "
+            "images to /v1/search",
         )
 
 

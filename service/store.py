@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
 
-from encoders.protocols import TextEncoderProtocol
+from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
+from encoders.variant import Tower
 from index_builder.bundle import (
     BundleError,
     LoadedBundle,
@@ -32,10 +34,10 @@ from index_builder.bundle import (
 from service.errors import ErrorCode, ServiceError, quoted
 from service.settings import Settings
 
-logger = logging.getLogger("crisscross.service")
+if TYPE_CHECKING:
+    from PIL.Image import Image
 
-EncoderFactory = Callable[[Path, Settings], TextEncoderProtocol]
-"""Builds the text encoder of the variant folder ``<variants_root>/<name>`` under the settings."""
+logger = logging.getLogger("crisscross.service")
 
 
 class StoreLoadError(RuntimeError):
@@ -43,18 +45,99 @@ class StoreLoadError(RuntimeError):
 
 
 @dataclass(frozen=True)
+class VariantEncoders:
+    """The towers of one variant folder: a text encoder, an image encoder, or both.
+
+    Both towers of one variant embed into one space, so they must agree on the variant's name,
+    dimension, precision and fingerprint; the constructor raises :class:`StoreLoadError` when
+    they do not, or when there is no tower at all.
+    """
+
+    text: TextEncoderProtocol | None = None
+    image: ImageEncoderProtocol | None = None
+
+    def __post_init__(self) -> None:
+        if self.text is None and self.image is None:
+            raise StoreLoadError("a variant needs at least one tower (text or image)")
+        if self.text is not None and self.image is not None:
+            for fact in ("name", "dim", "precision", "fingerprint"):
+                text_value, image_value = getattr(self.text, fact), getattr(self.image, fact)
+                if text_value != image_value:
+                    raise StoreLoadError(
+                        f"the text and image towers of variant {self.text.name!r} disagree on "
+                        f"{fact}: {text_value!r} vs {image_value!r}"
+                    )
+
+    @property
+    def present(self) -> list[tuple[Tower, TextEncoderProtocol | ImageEncoderProtocol]]:
+        """``(tower, encoder)`` for each tower present, text first."""
+        pairs: list[tuple[Tower, TextEncoderProtocol | ImageEncoderProtocol]] = []
+        if self.text is not None:
+            pairs.append(("text", self.text))
+        if self.image is not None:
+            pairs.append(("image", self.image))
+        return pairs
+
+    @property
+    def primary(self) -> TextEncoderProtocol | ImageEncoderProtocol:
+        """One of the encoders (text first); the facts shared by both towers come from it."""
+        return self.present[0][1]
+
+
+EncoderFactory = Callable[[Path, Settings], VariantEncoders]
+"""Builds the encoders of the variant folder ``<variants_root>/<name>`` under the settings: one
+per tower the variant has (``service.app.onnx_encoder_factory`` reads ``variant.json``)."""
+
+
+@dataclass(frozen=True)
 class ServedVariant:
     """A loaded encoder variant and the facts ``/v1/variants`` reports about it."""
 
     name: str
-    encoder: TextEncoderProtocol
+    encoders: VariantEncoders
     variant_dir: Path
     is_default: bool
 
     @property
-    def towers(self) -> list[str]:
-        """Towers the service can run for this variant (only text so far)."""
-        return ["text"]
+    def towers(self) -> list[Tower]:
+        """Towers the service can run for this variant: ``text``, ``image`` or both."""
+        return [tower for tower, _ in self.encoders.present]
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension d shared by the variant's towers."""
+        return self.encoders.primary.dim
+
+    @property
+    def precision(self) -> str:
+        """Weight precision of the variant: "fp32", "fp16" or "int8"."""
+        return self.encoders.primary.precision
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 hex of the variant's files (bundles record it)."""
+        return self.encoders.primary.fingerprint
+
+    @property
+    def providers_by_tower(self) -> dict[str, list[str]]:
+        """onnxruntime providers in use, per tower present (priority order)."""
+        return {tower: list(encoder.providers) for tower, encoder in self.encoders.present}
+
+    @property
+    def providers(self) -> list[str]:
+        """Providers in use by any tower, de-duplicated, text tower's first."""
+        merged = [name for names in self.providers_by_tower.values() for name in names]
+        return list(dict.fromkeys(merged))
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The text tower's truncation length in tokens; None without a text tower."""
+        return self.encoders.text.max_tokens if self.encoders.text is not None else None
+
+    @property
+    def image_input_size(self) -> tuple[int, int] | None:
+        """(height, width) in pixels of the image tower's input; None without an image tower."""
+        return self.encoders.image.input_size if self.encoders.image is not None else None
 
 
 @dataclass(frozen=True)
@@ -156,6 +239,24 @@ class LiveIndexStore:
             )
         return served
 
+    def require_tower(self, variant: ServedVariant, tower: Tower, where: str) -> None:
+        """Raise ``ServiceError`` invalid_input naming ``tower`` when ``variant`` lacks it (a text
+        side needs a text tower, an image side an image tower); the message names the loaded
+        variants that have it. ``where`` locates the side in the request (``query.image``)."""
+        if tower in variant.towers:
+            return
+        having = [other.name for other in self.variants if tower in other.towers]
+        options = (
+            f"variants with one: {', '.join(having)}"
+            if having
+            else f"no loaded variant has a {tower} tower"
+        )
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{where}: variant {variant.name!r} has no {tower} tower (its towers: "
+            f"{', '.join(variant.towers)}); {options}",
+        )
+
     def row_of(self, served: ServedCollection, item_id: str) -> int:
         """Row number of ``item_id`` in ``served``; ``ServiceError`` not_found if absent."""
         row = served.collection.row_of.get(item_id)
@@ -174,23 +275,33 @@ class LiveIndexStore:
 
         Blocking (runs the ONNX session); call it off the event loop. A text whose embedding is
         not finite (an encoder cannot pool zero tokens, say) is refused as invalid_input so that
-        it never reaches faiss or the JSON encoder.
+        it never reaches faiss or the JSON encoder. Raises invalid_input when the variant has no
+        text tower.
         """
-        encoder = variant.encoder
-        vectors = np.ascontiguousarray(encoder.encode_texts(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), encoder.dim):
-            raise RuntimeError(
-                f"encoder {variant.name!r} returned shape {vectors.shape} for {len(texts)} texts, "
-                f"expected ({len(texts)}, {encoder.dim})"
-            )
-        finite = np.isfinite(vectors).all(axis=1)
-        if not finite.all():
-            bad = int(np.flatnonzero(~finite)[0])
+        encoder = variant.encoders.text
+        if encoder is None:
             raise ServiceError(
-                ErrorCode.INVALID_INPUT,
-                f"text #{bad} cannot be embedded: variant {variant.name!r} gives no finite vector",
+                ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no text tower"
             )
-        return vectors
+        return _checked(variant.name, "text", encoder.encode_texts(texts), len(texts), encoder.dim)
+
+    @staticmethod
+    def encode_images(variant: ServedVariant, images: Sequence[Image]) -> np.ndarray:
+        """Embed decoded RGB ``images`` in one encoder call: float32 ``[len(images), dim]``,
+        L2-normalised rows.
+
+        Blocking (preprocesses pixels and runs the ONNX session); call it off the event loop.
+        A non-finite embedding is refused as invalid_input, like a text's. Raises invalid_input
+        when the variant has no image tower.
+        """
+        encoder = variant.encoders.image
+        if encoder is None:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no image tower"
+            )
+        return _checked(
+            variant.name, "image", encoder.encode_images(images), len(images), encoder.dim
+        )
 
     @staticmethod
     def stored_vector(served: ServedCollection, row: int) -> np.ndarray:
@@ -256,6 +367,25 @@ class LiveIndexStore:
         ]
 
 
+def _checked(variant: str, kind: str, output: np.ndarray, count: int, dim: int) -> np.ndarray:
+    """An encoder's output as float32 ``[count, dim]``; RuntimeError on a wrong shape (a bug),
+    ServiceError invalid_input naming the first input whose row is not finite."""
+    vectors = np.ascontiguousarray(output, dtype=np.float32)
+    if vectors.shape != (count, dim):
+        raise RuntimeError(
+            f"encoder {variant!r} returned shape {vectors.shape} for {count} {kind}s, "
+            f"expected ({count}, {dim})"
+        )
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        bad = int(np.flatnonzero(~finite)[0])
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{kind} #{bad} cannot be embedded: variant {variant!r} gives no finite vector",
+        )
+    return vectors
+
+
 # -- loading --------------------------------------------------------------------------------------
 
 
@@ -277,9 +407,11 @@ def _apply_search_params(served: ServedCollection) -> None:
             ) from exc
 
 
-def _check_encoder_fits(
-    variant_name: str, encoder: TextEncoderProtocol, bundles: Sequence[tuple[str, LoadedBundle]]
+def _check_encoders_fit(
+    variant_name: str, encoders: VariantEncoders, bundles: Sequence[tuple[str, LoadedBundle]]
 ) -> None:
+    # VariantEncoders already holds both towers to one name, dim and fingerprint.
+    encoder = encoders.primary
     if encoder.name != variant_name:
         raise StoreLoadError(
             f"the variant folder for {variant_name!r} holds variant {encoder.name!r}; "
@@ -343,20 +475,22 @@ def load_store(settings: Settings, encoder_factory: EncoderFactory) -> LiveIndex
                 f"bundles {[name for name, _ in variant_bundles]} need variant {variant_name!r} "
                 f"but {str(variant_dir)!r} is not a folder (check CRISSCROSS_VARIANTS_ROOT)"
             )
-        encoder = encoder_factory(variant_dir, settings)
-        _check_encoder_fits(variant_name, encoder, variant_bundles)
-        variants[variant_name] = ServedVariant(
+        encoders = encoder_factory(variant_dir, settings)
+        _check_encoders_fit(variant_name, encoders, variant_bundles)
+        variant = ServedVariant(
             name=variant_name,
-            encoder=encoder,
+            encoders=encoders,
             variant_dir=variant_dir,
             is_default=variant_name == default_name,
         )
+        variants[variant_name] = variant
         logger.info(
-            "loaded variant %s (dim %d, precision %s, providers %s)",
+            "loaded variant %s (towers %s, dim %d, precision %s, providers %s)",
             variant_name,
-            encoder.dim,
-            encoder.precision,
-            ",".join(encoder.providers),
+            ",".join(variant.towers),
+            variant.dim,
+            variant.precision,
+            "; ".join(f"{t}={','.join(p)}" for t, p in variant.providers_by_tower.items()),
         )
 
     served = [
@@ -384,5 +518,6 @@ __all__ = [
     "ServedCollection",
     "ServedVariant",
     "StoreLoadError",
+    "VariantEncoders",
     "load_store",
 ]

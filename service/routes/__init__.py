@@ -8,9 +8,12 @@ from service.schemas import ErrorResponse
 
 _DESCRIPTIONS = {
     404: "Unknown variant, collection or item (not_found).",
-    413: "Body over max_body_bytes (payload_too_large).",
-    415: "Body not declared application/json (unsupported_media_type).",
-    422: "Invalid input or a limit exceeded (invalid_input).",
+    413: "Body over its limit, or an image over max_image_bytes or max_image_pixels "
+    "(payload_too_large).",
+    415: "Body not declared with the route's content type, or an image format that is not "
+    "accepted (unsupported_media_type).",
+    422: "Invalid input or a limit exceeded, bad base64, bytes that are not an image, or a "
+    "variant without the tower the input needs (invalid_input).",
     503: "Bundles still loading (not_ready), with Retry-After.",
 }
 

@@ -46,17 +46,20 @@ async def item(
     summary="Loaded encoder variants",
 )
 async def variants(store: StoreDep) -> VariantsResponse:
-    """Every loaded variant with its providers, precision and fingerprint."""
+    """Every loaded variant with its towers, providers (per tower), precision and
+    fingerprint."""
     return VariantsResponse(
         variants=[
             VariantInfo(
                 name=variant.name,
-                dim=variant.encoder.dim,
-                precision=variant.encoder.precision,
-                towers=variant.towers,
-                providers=list(variant.encoder.providers),
-                fingerprint=variant.encoder.fingerprint,
-                max_tokens=variant.encoder.max_tokens,
+                dim=variant.dim,
+                precision=variant.precision,
+                towers=list(variant.towers),
+                providers=variant.providers,
+                tower_providers=variant.providers_by_tower,
+                fingerprint=variant.fingerprint,
+                max_tokens=variant.max_tokens,
+                image_size=list(size) if (size := variant.image_input_size) else None,
                 default=variant.is_default,
             )
             for variant in store.variants

@@ -1,10 +1,11 @@
-"""``POST /v1/embed``: embeddings of texts."""
+"""``POST /v1/embed``: embeddings of texts or of images."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
 from service import stages
+from service.images import ImagePayload, image_limits
 from service.routes import JSON_BODY_ERRORS
 from service.schemas import EmbedRequest, EmbedResponse
 from service.state import ContextDep, StateDep, StoreDep, require_json
@@ -17,13 +18,23 @@ router = APIRouter(tags=["embed"])
     response_model=EmbedResponse,
     responses=JSON_BODY_ERRORS,
     dependencies=[Depends(require_json)],
-    summary="Embed texts with a variant's text tower",
+    summary="Embed texts or images with a variant's text or image tower",
 )
 async def embed(
     body: EmbedRequest, state: StateDep, store: StoreDep, context: ContextDep
 ) -> EmbedResponse:
-    """Float32 embeddings ``[len(texts), dim]`` (L2-normalised rows), in one encoder call."""
+    """Float32 embeddings ``[n, dim]`` (L2-normalised rows) of ``texts`` (one encoder call) or
+    of ``images`` (base64 files; decoded, then embedded), in request order."""
     body.check_limits(state.settings)
     variant = store.resolve_variant(body.variant)
-    vectors = await stages.encode_texts(context, state.metrics, variant, list(body.texts))
-    return EmbedResponse(embeddings=vectors.tolist(), dim=variant.encoder.dim, variant=variant.name)
+    if body.images is not None:
+        store.require_tower(variant, "image", "images")
+        payloads = [ImagePayload(f"images.{n}", image) for n, image in enumerate(body.images)]
+        vectors = await stages.embed_images(
+            context, state.metrics, variant, payloads, image_limits(state.settings)
+        )
+    else:
+        assert body.texts is not None  # EmbedRequest holds exactly one of the two
+        store.require_tower(variant, "text", "texts")
+        vectors = await stages.encode_texts(context, state.metrics, variant, list(body.texts))
+    return EmbedResponse(embeddings=vectors.tolist(), dim=variant.dim, variant=variant.name)

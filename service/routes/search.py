@@ -1,18 +1,54 @@
-"""``POST /v1/search``: nearest items of a collection to a text or a stored item."""
+"""``POST /v1/search`` (JSON: a text, an image or a stored item) and ``POST /v1/search/upload``
+(multipart: an image file): nearest items of a collection."""
 
 from __future__ import annotations
 
-import numpy as np
-from fastapi import APIRouter, Depends
+from typing import Any
 
+import numpy as np
+from fastapi import APIRouter, Depends, Request
+from pydantic import ValidationError
+from starlette.datastructures import FormData, UploadFile
+
+from encoders.variant import Tower
 from service import stages
+from service.errors import ErrorCode, ServiceError, quoted, validation_message
+from service.images import (
+    ImagePayload,
+    ImageRefusedError,
+    image_limits,
+    refuse_oversized_file,
+)
 from service.request_context import RequestContext
-from service.routes import JSON_BODY_ERRORS
-from service.schemas import QueryInput, SearchRequest, SearchResponse, SearchResult, Timings
-from service.state import ContextDep, ServiceState, StateDep, StoreDep, require_json
-from service.store import LiveIndexStore, ServedVariant
+from service.routes import JSON_BODY_ERRORS, error_responses
+from service.schemas import (
+    QueryInput,
+    SearchOptions,
+    SearchRequest,
+    SearchResponse,
+    SearchResult,
+    SearchUploadForm,
+    Timings,
+)
+from service.settings import UPLOAD_ROUTE
+from service.state import (
+    ContextDep,
+    ServiceState,
+    StateDep,
+    StoreDep,
+    require_json,
+    require_multipart,
+)
+from service.store import LiveIndexStore, ServedCollection, ServedVariant
 
 router = APIRouter(tags=["search"])
+
+UPLOAD_FILE_FIELD = "file"
+# Form fields besides the file and the repeatable 'exclude': collection, k, variant,
+# include_metadata.
+_UPLOAD_PLAIN_FIELDS = 4
+# Longest value of one plain form field (an id, a collection or variant name, k).
+_UPLOAD_FIELD_MAX_BYTES = 64 * 1024
 
 
 async def query_vector(
@@ -21,42 +57,55 @@ async def query_vector(
     context: RequestContext,
     variant: ServedVariant,
     query: QueryInput,
+    where: str = "query",
 ) -> np.ndarray:
-    """The float32 ``[dim]`` vector of one query side: the text's embedding, or the item's
-    stored vector (unknown collection or item raise not_found before anything is encoded)."""
+    """The float32 ``[dim]`` vector of one query side: the text's or the image's embedding, or
+    the item's stored vector (unknown collection or item raise not_found before anything is
+    encoded). The caller has checked that ``variant`` has the tower the side needs."""
     if query.item is not None:
         served = store.collection(variant, query.item.collection)
         return store.stored_vector(served, store.row_of(served, query.item.id))
-    assert query.text is not None  # QueryInput holds exactly one of the two
-    vectors = await stages.encode_texts(context, state.metrics, variant, [query.text])
+    if query.image is not None:
+        payload = ImagePayload(f"{where}.image", query.image)
+        limits = image_limits(state.settings)
+        vectors = await stages.embed_images(context, state.metrics, variant, [payload], limits)
+    else:
+        assert query.text is not None  # QueryInput holds exactly one of the three
+        vectors = await stages.encode_texts(context, state.metrics, variant, [query.text])
     first: np.ndarray = vectors[0]
     return first
 
 
-@router.post(
-    "/v1/search",
-    response_model=SearchResponse,
-    responses=JSON_BODY_ERRORS,
-    dependencies=[Depends(require_json)],
-    summary="Search a collection with a text or a stored item",
-)
-async def search(
-    body: SearchRequest, state: StateDep, store: StoreDep, context: ContextDep
+def _target(
+    store: LiveIndexStore, options: SearchOptions, tower: Tower | None, where: str
+) -> tuple[ServedVariant, ServedCollection]:
+    """The variant and collection a search names; not_found for unknown ones, invalid_input
+    when the variant lacks the ``tower`` ("text", "image"; None for an item) the query needs."""
+    variant = store.resolve_variant(options.variant)
+    served = store.collection(variant, options.collection)
+    if tower is not None:
+        store.require_tower(variant, tower, where)
+    return variant, served
+
+
+async def _answer(
+    state: ServiceState,
+    context: RequestContext,
+    variant: ServedVariant,
+    served: ServedCollection,
+    options: SearchOptions,
+    vector: np.ndarray,
 ) -> SearchResponse:
-    """Top-``k`` items by cosine similarity, ordered by score descending then bundle row
-    ascending. ``k`` above the collection's size (after ``exclude``) returns every row."""
-    body.check_limits(state.settings)
-    variant = store.resolve_variant(body.variant)
-    served = store.collection(variant, body.collection)
-    vector = await query_vector(state, store, context, variant, body.query)
-    hits = await stages.search(context, state.metrics, served, vector, body.k, set(body.exclude))
+    hits = await stages.search(
+        context, state.metrics, served, vector, options.k, set(options.exclude)
+    )
     return SearchResponse(
         results=[
             SearchResult(
                 id=hit.item_id,
                 score=hit.score,
                 rank=hit.rank,
-                metadata=dict(hit.metadata) if body.include_metadata else None,
+                metadata=dict(hit.metadata) if options.include_metadata else None,
             )
             for hit in hits
         ],
@@ -65,8 +114,137 @@ async def search(
         bundle=served.bundle,
         bundle_version=served.bundle_version,
         timings_ms=Timings(
+            decode=context.decode_ms or 0.0,
             encode=context.encode_ms or 0.0,
             search=context.search_ms or 0.0,
             total=context.elapsed_ms(),
         ),
     )
+
+
+@router.post(
+    "/v1/search",
+    response_model=SearchResponse,
+    responses=JSON_BODY_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Search a collection with a text, an image or a stored item",
+)
+async def search(
+    body: SearchRequest, state: StateDep, store: StoreDep, context: ContextDep
+) -> SearchResponse:
+    """Top-``k`` items by cosine similarity, ordered by score descending then bundle row
+    ascending. ``k`` above the collection's size (after ``exclude``) returns every row.
+
+    Any query kind searches either collection (text→images, image→captions, item→item...).
+    Limits are checked before anything is decoded or encoded: a base64 image over
+    ``max_image_bytes`` is 413, an image query on a variant without an image tower 422. Images
+    larger than the JSON body limit allows go to ``POST /v1/search/upload``."""
+    body.check_limits(state.settings)
+    kind = body.query.kind
+    tower: Tower | None = None if kind == "item" else kind
+    variant, served = _target(store, body, tower, f"query.{kind}")
+    vector = await query_vector(state, store, context, variant, body.query)
+    return await _answer(state, context, variant, served, body, vector)
+
+
+def _upload_form(form: FormData) -> tuple[UploadFile, SearchUploadForm]:
+    """The file part and the validated fields of an upload form; ``ServiceError``
+    invalid_input naming the field at fault. Empty field values count as not given."""
+    files = form.getlist(UPLOAD_FILE_FIELD)
+    if not files:
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{UPLOAD_FILE_FIELD}: missing; send the image as the multipart file part "
+            f"{UPLOAD_FILE_FIELD!r} (with a filename)",
+        )
+    if len(files) > 1 or not isinstance(files[0], UploadFile):
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{UPLOAD_FILE_FIELD}: must be exactly one file part (Content-Disposition with a "
+            "filename), not a plain field",
+        )
+    fields: dict[str, Any] = {}
+    for name, value in form.multi_items():
+        if name == UPLOAD_FILE_FIELD:
+            continue
+        if isinstance(value, UploadFile):
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT, f"{quoted(name)}: must be a plain field, not a file"
+            )
+        if value == "":
+            continue
+        if name == "exclude":
+            fields.setdefault("exclude", []).append(value)
+        elif name in fields:
+            raise ServiceError(ErrorCode.INVALID_INPUT, f"{quoted(name)}: given more than once")
+        else:
+            fields[name] = value
+    try:
+        options = SearchUploadForm.model_validate(fields)
+    except ValidationError as error:
+        raise ServiceError(ErrorCode.INVALID_INPUT, validation_message(error.errors())) from None
+    return files[0], options
+
+
+_UPLOAD_FORM_SCHEMA = SearchUploadForm.model_json_schema()
+_UPLOAD_REQUEST_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": [UPLOAD_FILE_FIELD, *_UPLOAD_FORM_SCHEMA.get("required", [])],
+                "properties": {
+                    UPLOAD_FILE_FIELD: {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "The image file: JPEG, PNG, WEBP or GIF, at most "
+                        "max_image_bytes.",
+                    },
+                    **_UPLOAD_FORM_SCHEMA["properties"],
+                },
+            }
+        }
+    },
+}
+
+
+@router.post(
+    UPLOAD_ROUTE,
+    response_model=SearchResponse,
+    responses=error_responses(404, 413, 415, 422, 503),
+    openapi_extra={"requestBody": _UPLOAD_REQUEST_BODY},
+    summary="Search a collection with an uploaded image file",
+)
+async def search_upload(
+    request: Request, state: StateDep, store: StoreDep, context: ContextDep
+) -> SearchResponse:
+    """``multipart/form-data`` with the image in the file part ``file`` and the fields
+    ``collection``, ``k``, ``variant``, ``exclude`` (repeatable) and ``include_metadata``;
+    answers as ``POST /v1/search``.
+
+    The body limit of this route is ``max_upload_body_bytes`` (default ``max_image_bytes`` plus
+    room for the form), counted while the body streams in; the file part is then held to
+    ``max_image_bytes`` before it is read into memory. A body not declared multipart is 415.
+    """
+    require_multipart(request)
+    settings = state.settings
+    async with request.form(
+        max_files=1,
+        max_fields=settings.max_exclude + _UPLOAD_PLAIN_FIELDS,
+        max_part_size=_UPLOAD_FIELD_MAX_BYTES,
+    ) as form:
+        upload, options = _upload_form(form)
+        options.check_limits(settings)
+        variant, served = _target(store, options, "image", UPLOAD_FILE_FIELD)
+        try:
+            refuse_oversized_file(UPLOAD_FILE_FIELD, upload.size or 0, settings)
+        except ImageRefusedError as error:
+            state.metrics.images_refused.labels(error.reason).inc()
+            raise
+        data = await upload.read()
+    payload = ImagePayload(UPLOAD_FILE_FIELD, data)
+    vectors = await stages.embed_images(
+        context, state.metrics, variant, [payload], image_limits(settings)
+    )
+    return await _answer(state, context, variant, served, options, vectors[0])

@@ -1,9 +1,11 @@
-"""Fixtures of the service tests: fake encoder, small real bundles, a ready TestClient."""
+"""Fixtures of the service tests: fake encoders, small real bundles, ready TestClients."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,21 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.settings import Settings
-from tests.service.fakes import FAKE_VARIANT, FakeTextEncoder, fake_factory, write_fake_bundle
+from service.store import VariantEncoders
+from tests.service.fakes import (
+    CLIP_FINGERPRINT,
+    CLIP_VARIANT,
+    FAKE_VARIANT,
+    PIXELS_FINGERPRINT,
+    PIXELS_VARIANT,
+    TEST_IMAGE_LIMITS,
+    FakeImageEncoder,
+    FakeTextEncoder,
+    factory_by_name,
+    fake_factory,
+    write_fake_bundle,
+    write_multimodal_bundles,
+)
 
 READY_TIMEOUT_S = 10.0
 
@@ -67,3 +83,71 @@ def client(settings: Settings, encoder: FakeTextEncoder) -> Iterator[TestClient]
         wait_ready(test_client)
         encoder.calls.clear()
         yield test_client
+
+
+@dataclass
+class Multimodal:
+    """A ready client of the multimodal deployment (fakes.write_multimodal_bundles) and the
+    fake encoders behind it, whose calls the tests inspect."""
+
+    client: TestClient
+    clip_text: FakeTextEncoder
+    clip_image: FakeImageEncoder
+    pixels_image: FakeImageEncoder
+    bow_text: FakeTextEncoder
+    settings: Settings
+
+    def clear_calls(self) -> None:
+        for encoder in (self.clip_text, self.clip_image, self.pixels_image, self.bow_text):
+            encoder.calls.clear()
+
+
+@pytest.fixture
+def multimodal_settings(tmp_path: Path) -> Settings:
+    root = tmp_path / "mm-bundles"
+    write_multimodal_bundles(root)
+    variants = tmp_path / "mm-variants"
+    for name in (FAKE_VARIANT, CLIP_VARIANT, PIXELS_VARIANT):
+        (variants / name).mkdir(parents=True)
+    return Settings(
+        bundles_root=root,
+        variants_root=variants,
+        default_variant=CLIP_VARIANT,
+        **TEST_IMAGE_LIMITS,
+    )
+
+
+@contextmanager
+def open_multimodal(settings: Settings) -> Iterator[Multimodal]:
+    """Serve the multimodal deployment under ``settings`` with fresh fakes, loaded and ready;
+    ``fake-clip``'s image tower reports CUDA first to tell the towers' providers apart."""
+    clip_text = FakeTextEncoder(name=CLIP_VARIANT, fingerprint=CLIP_FINGERPRINT)
+    clip_image = FakeImageEncoder(
+        name=CLIP_VARIANT,
+        fingerprint=CLIP_FINGERPRINT,
+        providers=["CUDAExecutionProvider", "CPUExecutionProvider"],
+        input_size=(224, 224),
+    )
+    pixels_image = FakeImageEncoder(name=PIXELS_VARIANT, fingerprint=PIXELS_FINGERPRINT)
+    bow_text = FakeTextEncoder()
+    factory = factory_by_name(
+        {
+            CLIP_VARIANT: VariantEncoders(text=clip_text, image=clip_image),
+            PIXELS_VARIANT: VariantEncoders(image=pixels_image),
+            FAKE_VARIANT: VariantEncoders(text=bow_text),
+        }
+    )
+    with TestClient(create_app(settings, encoder_factory=factory)) as test_client:
+        wait_ready(test_client)
+        deployment = Multimodal(
+            test_client, clip_text, clip_image, pixels_image, bow_text, settings
+        )
+        deployment.clear_calls()
+        yield deployment
+
+
+@pytest.fixture
+def multimodal(multimodal_settings: Settings) -> Iterator[Multimodal]:
+    """The multimodal deployment, loaded; ``fake-clip`` is the default variant."""
+    with open_multimodal(multimodal_settings) as deployment:
+        yield deployment

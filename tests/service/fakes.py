@@ -1,26 +1,33 @@
-"""A deterministic fake text encoder behind the real protocol, and small real bundles.
+"""Deterministic fake encoders behind the real protocols, and small real bundles.
 
-The fake embeds a text as a hashed bag of words: each lower-cased word adds ±1 to one of ``dim``
-coordinates chosen by a stable hash, and the sum is L2-normalised. Equal texts get equal vectors
-(bit for bit), texts sharing words get positive cosine — enough to test ranking exactly.
+The fake text encoder embeds a text as a hashed bag of words: each lower-cased word adds ±1 to
+one of ``dim`` coordinates chosen by a stable hash, and the sum is L2-normalised. Equal texts get
+equal vectors (bit for bit), texts sharing words get positive cosine — enough to test ranking
+exactly.
+
+The fake image encoder embeds an image by its mean colour into the same space: the bag-of-words
+vector of the nearest colour name (so the text "red" finds red images, and a red image finds
+captions saying "red"), plus a small shade term from the mean RGB itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+from PIL import Image
 
-from encoders.protocols import TextEncoderProtocol
+from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from index_builder.bundle import CollectionInput, write_bundle
 from service.settings import Settings
-from service.store import EncoderFactory
+from service.store import EncoderFactory, VariantEncoders
 
 FAKE_VARIANT = "fake-bow"
 FAKE_FINGERPRINT = "ab" * 32
@@ -79,14 +86,105 @@ class FakeTextEncoder:
         return np.ascontiguousarray(np.stack(rows), dtype=np.float32).reshape(len(texts), self.dim)
 
 
-def fake_factory(encoder: TextEncoderProtocol) -> EncoderFactory:
-    """An ``encoder_factory`` for ``create_app`` that always returns ``encoder`` (and checks it
-    is asked for the variant folder under ``variants_root``)."""
+def in_event_loop() -> bool:
+    """Whether the calling thread is running an asyncio event loop (blocking work must not)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
-    def factory(variant_dir: Path, settings: Settings) -> TextEncoderProtocol:
+
+# Named colours of the fake image corpus (RGB 0-255); an image is embedded by the nearest one.
+COLOURS: Mapping[str, tuple[int, int, int]] = {
+    "red": (220, 30, 30),
+    "green": (30, 160, 60),
+    "blue": (30, 60, 200),
+    "yellow": (230, 210, 40),
+    "white": (245, 245, 245),
+    "black": (15, 15, 15),
+}
+_SHADE_WEIGHT = 0.1
+
+
+def colour_name(rgb: Sequence[float]) -> str:
+    """The name in :data:`COLOURS` nearest to ``rgb`` (0-255 per channel)."""
+    point = np.asarray(rgb, dtype=np.float64)
+    return min(COLOURS, key=lambda name: float(np.sum((np.asarray(COLOURS[name]) - point) ** 2)))
+
+
+def embed_colour(rgb: Sequence[float], dim: int = FAKE_DIM) -> npt.NDArray[np.float32]:
+    """float32 ``[dim]``, L2-normalised: the bag of words of the nearest colour name plus
+    ``0.1 * rgb / 255`` in the last three coordinates."""
+    vector = embed_bag_of_words(colour_name(rgb), dim).astype(np.float64)
+    vector[-3:] += _SHADE_WEIGHT * np.asarray(rgb, dtype=np.float64) / 255.0
+    return (vector / np.linalg.norm(vector)).astype(np.float32)
+
+
+def mean_colour(image: Image.Image) -> tuple[float, float, float]:
+    """Mean R, G, B (0-255) of an RGB image."""
+    pixels = np.asarray(image, dtype=np.float64).reshape(-1, 3)
+    red, green, blue = pixels.mean(axis=0)
+    return float(red), float(green), float(blue)
+
+
+@dataclass
+class FakeImageEncoder:
+    """Implements ``ImageEncoderProtocol`` by mean colour (:func:`embed_colour`).
+
+    Records the ``(width, height)`` of every call's images in ``calls`` and whether any call
+    ran on an event loop thread in ``on_event_loop``. Refuses non-RGB images like the real one.
+    ``nan_colours``: colour names embedded as NaN rows (a broken encoder).
+    """
+
+    name: str = FAKE_VARIANT
+    dim: int = FAKE_DIM
+    precision: str = "fp32"
+    fingerprint: str = FAKE_FINGERPRINT
+    providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    input_size: tuple[int, int] = (8, 8)
+    nan_colours: frozenset[str] = frozenset()
+    calls: list[list[tuple[int, int]]] = field(default_factory=list)
+    on_event_loop: list[bool] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def encode_images(self, images: Sequence[Image.Image]) -> npt.NDArray[np.float32]:
+        images = list(images)
+        with self._lock:
+            self.calls.append([image.size for image in images])
+            self.on_event_loop.append(in_event_loop())
+        rows = []
+        for image in images:
+            if image.mode != "RGB":
+                raise ValueError(f"expected an RGB image, got mode {image.mode!r}")
+            rgb = mean_colour(image)
+            nan = colour_name(rgb) in self.nan_colours
+            rows.append(
+                np.full(self.dim, np.nan, dtype=np.float32) if nan else embed_colour(rgb, self.dim)
+            )
+        return np.ascontiguousarray(np.stack(rows), dtype=np.float32).reshape(-1, self.dim)
+
+
+def fake_factory(
+    encoder: TextEncoderProtocol | None = None, *, image: ImageEncoderProtocol | None = None
+) -> EncoderFactory:
+    """An ``encoder_factory`` for ``create_app`` that always returns these towers (and checks
+    it is asked for the variant folder under ``variants_root``)."""
+
+    def factory(variant_dir: Path, settings: Settings) -> VariantEncoders:
         assert variant_dir.is_dir()
         assert variant_dir.parent == settings.variants_root
-        return encoder
+        return VariantEncoders(text=encoder, image=image)
+
+    return factory
+
+
+def factory_by_name(towers: Mapping[str, VariantEncoders]) -> EncoderFactory:
+    """An ``encoder_factory`` serving several variants: the towers of each folder's name."""
+
+    def factory(variant_dir: Path, settings: Settings) -> VariantEncoders:
+        assert variant_dir.parent == settings.variants_root
+        return towers[variant_dir.name]
 
     return factory
 
@@ -132,6 +230,33 @@ def captions_input(texts: Sequence[str] = CAPTIONS, dim: int = FAKE_DIM) -> Coll
     )
 
 
+# The fake image corpus: image_id 42 + n has colour IMAGE_COLOURS[n] and the captions at rows
+# 2n and 2n + 1 (as captions_input assigns them). Rows 0 and 4 are both red: a tie.
+IMAGE_COLOURS: list[str] = ["red", "blue", "green", "yellow", "red", "white"]
+
+
+def image_id(row: int) -> str:
+    """The id (COCO file name) of the fake image at ``row``."""
+    return f"COCO_val2014_{42 + row:012d}.jpg"
+
+
+def images_input(colours: Sequence[str] = IMAGE_COLOURS, dim: int = FAKE_DIM) -> CollectionInput:
+    """An images collection embedded with the fake image encoder, metadata as the contract's."""
+    return CollectionInput(
+        name="images",
+        ids=[image_id(row) for row in range(len(colours))],
+        metadata=[
+            {
+                "image_id": 42 + row,
+                "filename": image_id(row),
+                "captions": [caption_id(2 * row), caption_id(2 * row + 1)],
+            }
+            for row in range(len(colours))
+        ],
+        vectors=np.stack([embed_colour(COLOURS[colour], dim) for colour in colours]),
+    )
+
+
 def write_fake_bundle(
     bundles_root: Path,
     name: str = "coco-captions",
@@ -141,13 +266,54 @@ def write_fake_bundle(
     fingerprint: str = FAKE_FINGERPRINT,
     texts: Sequence[str] = CAPTIONS,
     dim: int = FAKE_DIM,
+    captions: bool = True,
+    images: bool = False,
 ) -> Path:
-    """Write a real faiss bundle of fake-encoded captions; returns its version folder."""
+    """Write a real faiss bundle of fake-encoded captions and/or images; returns its version
+    folder."""
+    collections = [captions_input(texts, dim)] if captions else []
+    if images:
+        collections.append(images_input(dim=dim))
     return write_bundle(
         bundles_root,
         name,
-        [captions_input(texts, dim)],
+        collections,
         variant_name=variant_name,
         variant_fingerprint=fingerprint,
         version=version,
+    )
+
+
+# A multimodal deployment: "fake-clip" has both towers (bundle coco-clip: captions and images),
+# "fake-pixels" only an image tower (bundle coco-pixels: images), "fake-bow" only a text tower
+# (bundle coco-captions: captions).
+CLIP_VARIANT = "fake-clip"
+CLIP_FINGERPRINT = "c1" * 32
+PIXELS_VARIANT = "fake-pixels"
+PIXELS_FINGERPRINT = "d2" * 32
+# Small image limits keep the hostile inputs of the tests small.
+TEST_IMAGE_LIMITS: Mapping[str, int] = {
+    "max_image_bytes": 100_000,
+    "max_image_pixels": 250_000,
+    "max_images_per_request": 4,
+}
+
+
+def write_multimodal_bundles(bundles_root: Path) -> None:
+    """The three bundles of the multimodal deployment under ``bundles_root``."""
+    write_fake_bundle(bundles_root)
+    write_fake_bundle(
+        bundles_root,
+        "coco-clip",
+        variant_name=CLIP_VARIANT,
+        fingerprint=CLIP_FINGERPRINT,
+        images=True,
+    )
+    write_fake_bundle(
+        bundles_root,
+        "coco-pixels",
+        variant_name=PIXELS_VARIANT,
+        fingerprint=PIXELS_FINGERPRINT,
+        captions=False,
+        images=True,
     )

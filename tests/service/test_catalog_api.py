@@ -45,8 +45,10 @@ def test_variants(client: TestClient) -> None:
                 "precision": "fp32",
                 "towers": ["text"],
                 "providers": ["CPUExecutionProvider"],
+                "tower_providers": {"text": ["CPUExecutionProvider"]},
                 "fingerprint": FAKE_FINGERPRINT,
                 "max_tokens": 128,
+                "image_size": None,
                 "default": True,
             }
         ]

@@ -2,24 +2,41 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import uvicorn
 
 import service.__main__ as cli
+from service.state import STATE_ATTRIBUTE
 from tests.service.fakes import FAKE_VARIANT, write_fake_bundle
 
 
 @pytest.fixture
 def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """Capture uvicorn.run instead of serving; leave the test process's logging alone."""
+    """Capture the server's config instead of serving; leave the test process's logging alone."""
     calls: list[dict[str, Any]] = []
 
-    def fake_run(app: object, **kwargs: Any) -> None:
-        calls.append({"app": app, **kwargs})
+    class RecordingServer:
+        def __init__(self, config: uvicorn.Config, on_shutdown_signal: Callable[[], None]) -> None:
+            calls.append(
+                {
+                    "app": config.app,
+                    "host": config.host,
+                    "port": config.port,
+                    "workers": config.workers,
+                    "access_log": config.access_log,
+                    "timeout_graceful_shutdown": config.timeout_graceful_shutdown,
+                    "on_shutdown_signal": on_shutdown_signal,
+                }
+            )
 
-    monkeypatch.setattr("service.__main__.uvicorn.run", fake_run)
+        def run(self) -> None:
+            return None
+
+    monkeypatch.setattr(cli, "DrainingServer", RecordingServer)
     monkeypatch.setattr(cli, "configure_logging", lambda _level: None)
     return calls
 
@@ -92,3 +109,17 @@ def test_a_command_is_required() -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main([])
     assert exited.value.code == 2
+
+
+def test_a_shutdown_signal_turns_readiness_off_first(
+    roots: tuple[Path, Path], uvicorn_calls: list[dict[str, Any]]
+) -> None:
+    bundles_root, variants_root = roots
+    argv = ["serve", "--bundles-root", str(bundles_root), "--variants-root", str(variants_root)]
+    assert cli.main(argv) == 0
+    (call,) = uvicorn_calls
+    state = getattr(call["app"].state, STATE_ATTRIBUTE)
+    assert state.draining is False
+    call["on_shutdown_signal"]()
+    assert state.draining is True
+    assert state.not_ready_error().retry_after_s is not None

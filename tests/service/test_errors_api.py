@@ -105,8 +105,10 @@ BAD_REQUESTS = {
         ),
         message_part="exactly one",
     ),
-    "image query not supported": BadRequest(
-        ErrorCode.INVALID_INPUT, json_body=search_body(query={"image": "aGVsbG8="})
+    "image query on a text-only variant": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        json_body=search_body(query={"image": "aGVsbG8="}),
+        message_part="has no image tower",
     ),
     "missing collection": BadRequest(
         ErrorCode.INVALID_INPUT, json_body=search_body(collection=_DROP)

@@ -5,16 +5,32 @@ from __future__ import annotations
 import logging
 import re
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
-from encoders.protocols import TextEncoderProtocol
+from encoders.variant import (
+    ImageTower,
+    SourceModel,
+    TextTower,
+    Tower,
+    VariantManifest,
+    write_variant_manifest,
+)
 from service.app import create_app, onnx_encoder_factory
 from service.settings import Settings
+from service.store import VariantEncoders
 from tests.service.conftest import wait_ready
-from tests.service.fakes import FAKE_VARIANT, FakeTextEncoder, fake_factory, write_fake_bundle
+from tests.service.fakes import (
+    FAKE_DIM,
+    FAKE_VARIANT,
+    FakeImageEncoder,
+    FakeTextEncoder,
+    fake_factory,
+    write_fake_bundle,
+)
 
 SEARCH = {"query": {"text": "a dog on a couch"}, "collection": "captions", "k": 2}
 
@@ -23,9 +39,9 @@ def test_readyz_is_503_until_loaded_then_200(settings: Settings) -> None:
     release = threading.Event()
     encoder = FakeTextEncoder()
 
-    def slow_factory(_variant_dir: Path, _settings: Settings) -> TextEncoderProtocol:
+    def slow_factory(_variant_dir: Path, _settings: Settings) -> VariantEncoders:
         release.wait(timeout=10)
-        return encoder
+        return VariantEncoders(text=encoder)
 
     app = create_app(settings, encoder_factory=slow_factory)
     try:
@@ -94,8 +110,8 @@ def test_several_variants_need_a_named_or_default_variant(tmp_path: Path) -> Non
     for name in encoders:
         (variants / name).mkdir(parents=True)
 
-    def factory(variant_dir: Path, _settings: Settings) -> TextEncoderProtocol:
-        return encoders[variant_dir.name]
+    def factory(variant_dir: Path, _settings: Settings) -> VariantEncoders:
+        return VariantEncoders(text=encoders[variant_dir.name])
 
     app = create_app(Settings(bundles_root=root, variants_root=variants), encoder_factory=factory)
     with TestClient(app) as client:
@@ -128,7 +144,10 @@ def test_metrics_expose_requests_stages_and_what_is_loaded(client: TestClient) -
     assert 'route="/v1/items/{collection}/{id}"' in text
     assert "sentid:1000" not in text
     assert 'route="unmatched",status="404"' in text
-    assert f'crisscross_encode_duration_seconds_count{{variant="{FAKE_VARIANT}"}} 1.0' in text
+    assert (
+        f'crisscross_encode_duration_seconds_count{{tower="text",variant="{FAKE_VARIANT}"}} 1.0'
+        in text
+    )
     assert "crisscross_search_duration_seconds_count" in text
     assert (
         'crisscross_bundle_loaded{bundle="coco-captions",variant="fake-bow",'
@@ -229,18 +248,80 @@ def test_openapi_and_docs_are_served(client: TestClient) -> None:
     assert client.get("/docs").status_code == 200
 
 
-def test_default_encoder_factory_builds_onnx_encoders_from_settings(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    built: list[tuple[Path, str, int]] = []
+def write_manifest(variant_dir: Path, towers: list[Tower]) -> None:
+    """A valid variant.json naming ``towers`` (the files it lists need not exist here)."""
+    variant_dir.mkdir(parents=True)
+    text = TextTower(max_tokens=128) if "text" in towers else None
+    image = (
+        ImageTower(
+            height=8,
+            width=8,
+            resize="shorter_side",
+            resize_to=10,
+            mean=(0.5, 0.5, 0.5),
+            std=(0.25, 0.25, 0.25),
+        )
+        if "image" in towers
+        else None
+    )
+    files = {"text.onnx": "0" * 64, "tokenizer.json": "1" * 64} if text else {}
+    if image:
+        files["image.onnx"] = "2" * 64
+    manifest = VariantManifest(
+        name=variant_dir.name,
+        towers=towers,
+        dim=FAKE_DIM,
+        normalised=True,
+        precision="fp32",
+        text=text,
+        image=image,
+        files=files,
+        source_model=SourceModel(base_model="tests/fake"),
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    write_variant_manifest(variant_dir, manifest)
 
-    class RecordingEncoder(FakeTextEncoder):
+
+@pytest.mark.parametrize(
+    "towers", [["text"], ["image"], ["text", "image"]], ids=["text", "image", "both"]
+)
+def test_default_encoder_factory_builds_one_onnx_encoder_per_tower(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, towers: list[Tower]
+) -> None:
+    built: list[tuple[str, Path, str, int]] = []
+
+    class RecordingText(FakeTextEncoder):
         def __init__(self, variant_dir: Path, providers: str, intra_op_threads: int) -> None:
             super().__init__()
-            built.append((variant_dir, providers, intra_op_threads))
+            built.append(("text", variant_dir, providers, intra_op_threads))
 
-    monkeypatch.setattr("service.app.OnnxTextEncoder", RecordingEncoder)
+    class RecordingImage(FakeImageEncoder):
+        def __init__(self, variant_dir: Path, providers: str, intra_op_threads: int) -> None:
+            super().__init__()
+            built.append(("image", variant_dir, providers, intra_op_threads))
+
+    monkeypatch.setattr("service.app.OnnxTextEncoder", RecordingText)
+    monkeypatch.setattr("service.app.OnnxImageEncoder", RecordingImage)
+    variant_dir = tmp_path / FAKE_VARIANT
+    write_manifest(variant_dir, towers)
     settings = Settings(providers="cpu", intra_op_threads=2)
-    encoder = onnx_encoder_factory(tmp_path / FAKE_VARIANT, settings)
-    assert isinstance(encoder, RecordingEncoder)
-    assert built == [(tmp_path / FAKE_VARIANT, "cpu", 2)]
+    encoders = onnx_encoder_factory(variant_dir, settings)
+    assert [tower for tower, _ in encoders.present] == towers
+    assert isinstance(encoders.text, RecordingText) == ("text" in towers)
+    assert isinstance(encoders.image, RecordingImage) == ("image" in towers)
+    assert built == [(tower, variant_dir, "cpu", 2) for tower in towers]
+
+
+def test_a_folder_without_variant_json_keeps_the_service_unready(
+    tmp_path: Path, variants_root: Path
+) -> None:
+    write_fake_bundle(tmp_path / "bundles")
+    settings = Settings(bundles_root=tmp_path / "bundles", variants_root=variants_root)
+    with TestClient(create_app(settings)) as client:
+        for _ in range(500):
+            response = client.get("/readyz")
+            if "failed" in response.text:
+                break
+            threading.Event().wait(0.01)
+        assert response.status_code == 503
+        assert "variant.json" in response.json()["error"]["message"]

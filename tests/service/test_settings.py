@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from service.settings import MIB, Settings, SettingsError
+from service.settings import MIB, UPLOAD_OVERHEAD_BYTES, Settings, SettingsError
 from tests.service.fakes import write_fake_bundle
 
 
@@ -28,6 +28,36 @@ def test_defaults_match_the_contract() -> None:
     assert settings.max_exclude == 1000
     assert settings.max_request_id_chars == 64
     assert settings.graceful_shutdown_s > 0
+    assert settings.max_image_bytes == 10 * MIB
+    assert settings.max_image_pixels == 40_000_000
+    assert settings.max_images_per_request == 32
+    assert settings.max_upload_body_bytes is None
+
+
+def test_upload_body_limit_follows_max_image_bytes_unless_set() -> None:
+    assert Settings().upload_body_limit == 10 * MIB + UPLOAD_OVERHEAD_BYTES
+    assert Settings(max_image_bytes=MIB).upload_body_limit == MIB + UPLOAD_OVERHEAD_BYTES
+    assert Settings(max_upload_body_bytes=64 * MIB).upload_body_limit == 64 * MIB
+
+
+def test_json_images_are_capped_by_the_json_body_limit() -> None:
+    # The JSON routes keep max_body_bytes; bigger images are documented to use the upload route.
+    settings = Settings()
+    assert settings.max_json_image_bytes == (MIB - 1024) * 3 // 4
+    assert Settings(max_image_bytes=1000).max_json_image_bytes == 1000
+    assert "/v1/search/upload" in (Settings.model_fields["max_body_bytes"].description or "")
+
+
+def test_image_limits_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRISSCROSS_MAX_IMAGE_BYTES", "2000000")
+    monkeypatch.setenv("CRISSCROSS_MAX_IMAGE_PIXELS", "1000000")
+    monkeypatch.setenv("CRISSCROSS_MAX_IMAGES_PER_REQUEST", "8")
+    settings = Settings()
+    assert (
+        settings.max_image_bytes,
+        settings.max_image_pixels,
+        settings.max_images_per_request,
+    ) == (2_000_000, 1_000_000, 8)
 
 
 def test_every_setting_documents_itself() -> None:
@@ -71,6 +101,14 @@ def test_unrelated_crisscross_variables_are_ignored(monkeypatch: pytest.MonkeyPa
         pytest.param({"max_body_bytes": 2000}, id="body cannot hold one max text"),
         pytest.param({"max_text_chars": 10 * MIB}, id="max text over body limit"),
         pytest.param({"graceful_shutdown_s": 0}, id="graceful_shutdown_s=0"),
+        pytest.param({"max_image_bytes": 0}, id="max_image_bytes=0"),
+        pytest.param({"max_image_pixels": 0}, id="max_image_pixels=0"),
+        pytest.param({"max_images_per_request": 0}, id="max_images_per_request=0"),
+        pytest.param({"max_upload_body_bytes": 10 * MIB}, id="upload body cannot hold one image"),
+        pytest.param(
+            {"max_image_bytes": 100 * MIB, "max_upload_body_bytes": 64 * MIB},
+            id="image limit over upload body limit",
+        ),
         pytest.param({"intra_op_threads": -1}, id="threads<0"),
         pytest.param({"providers": "gpu"}, id="unknown provider"),
         pytest.param({"log_level": "loud"}, id="unknown log level"),

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pytest
+from PIL import Image
 
 from index_builder.bundle import BundleError, LoadedCollection
 from service.errors import ErrorCode, ServiceError
@@ -17,11 +19,15 @@ from service.store import (
     ServedCollection,
     ServedVariant,
     StoreLoadError,
+    VariantEncoders,
     load_store,
 )
 from tests.service.fakes import (
     CAPTIONS,
+    COLOURS,
+    FAKE_DIM,
     FAKE_VARIANT,
+    FakeImageEncoder,
     FakeTextEncoder,
     caption_id,
     embed_bag_of_words,
@@ -124,7 +130,7 @@ def test_a_nan_query_never_reaches_faiss() -> None:
 
 def test_encode_refuses_non_finite_embeddings() -> None:
     encoder = FakeTextEncoder(nan_texts=frozenset({"broken"}))
-    variant = ServedVariant(FAKE_VARIANT, encoder, Path("."), is_default=True)
+    variant = ServedVariant(FAKE_VARIANT, VariantEncoders(text=encoder), Path("."), is_default=True)
     with pytest.raises(ServiceError, match="text #1 cannot be embedded"):
         LiveIndexStore.encode_texts(variant, ["fine", "broken"])
 
@@ -202,3 +208,79 @@ def test_tampered_bundle_is_refused(tmp_path: Path) -> None:
     ids_file.write_text("\n".join(rows) + "\n", encoding="utf-8")
     with pytest.raises(BundleError, match="sha256"):
         load_store(settings_for(tmp_path), fake_factory(FakeTextEncoder()))
+
+
+# -- towers ---------------------------------------------------------------------------------------
+
+
+def test_variant_encoders_need_a_tower() -> None:
+    with pytest.raises(StoreLoadError, match="at least one tower"):
+        VariantEncoders()
+
+
+@pytest.mark.parametrize(
+    ("image_changes", "fact"),
+    [
+        ({"name": "other"}, "name"),
+        ({"dim": 32}, "dim"),
+        ({"precision": "fp16"}, "precision"),
+        ({"fingerprint": "ef" * 32}, "fingerprint"),
+    ],
+)
+def test_the_towers_of_one_variant_must_agree(image_changes: dict[str, Any], fact: str) -> None:
+    with pytest.raises(StoreLoadError, match=f"disagree on {fact}"):
+        VariantEncoders(text=FakeTextEncoder(), image=FakeImageEncoder(**image_changes))
+
+
+def test_served_variant_reports_each_tower() -> None:
+    image = FakeImageEncoder(providers=["CUDAExecutionProvider"], input_size=(224, 200))
+    both = ServedVariant("v", VariantEncoders(FakeTextEncoder(), image), Path("."), True)
+    assert both.towers == ["text", "image"]
+    assert both.providers == ["CPUExecutionProvider", "CUDAExecutionProvider"]
+    assert both.providers_by_tower == {
+        "text": ["CPUExecutionProvider"],
+        "image": ["CUDAExecutionProvider"],
+    }
+    assert (both.max_tokens, both.image_input_size) == (128, (224, 200))
+    image_only = ServedVariant("v", VariantEncoders(image=image), Path("."), True)
+    assert image_only.towers == ["image"]
+    assert (image_only.max_tokens, image_only.dim) == (None, FAKE_DIM)
+
+
+def test_encoding_needs_the_tower() -> None:
+    text_only = ServedVariant("v", VariantEncoders(text=FakeTextEncoder()), Path("."), True)
+    image = Image.new("RGB", (4, 4), COLOURS["red"])
+    with pytest.raises(ServiceError, match="no image tower"):
+        LiveIndexStore.encode_images(text_only, [image])
+    image_only = ServedVariant("v", VariantEncoders(image=FakeImageEncoder()), Path("."), True)
+    with pytest.raises(ServiceError, match="no text tower"):
+        LiveIndexStore.encode_texts(image_only, ["red"])
+
+
+def test_encode_refuses_non_finite_image_embeddings() -> None:
+    encoder = FakeImageEncoder(nan_colours=frozenset({"blue"}))
+    variant = ServedVariant(FAKE_VARIANT, VariantEncoders(image=encoder), Path("."), True)
+    images = [Image.new("RGB", (4, 4), COLOURS[colour]) for colour in ("red", "blue")]
+    with pytest.raises(ServiceError, match="image #1 cannot be embedded") as raised:
+        LiveIndexStore.encode_images(variant, images)
+    assert raised.value.code is ErrorCode.INVALID_INPUT
+
+
+def test_load_serves_an_image_only_variant(tmp_path: Path) -> None:
+    write_fake_bundle(tmp_path / "bundles", captions=False, images=True)
+    store = load_store(settings_for(tmp_path), fake_factory(image=FakeImageEncoder()))
+    (served,) = store.collections
+    assert (served.name, served.collection.count) == ("images", 6)
+    variant = store.resolve_variant(None)
+    assert variant.towers == ["image"]
+    store.require_tower(variant, "image", "query.image")
+    with pytest.raises(ServiceError, match=r"query.text: .* no text tower .*no loaded variant"):
+        store.require_tower(variant, "text", "query.text")
+
+
+def test_an_image_tower_of_other_weights_is_refused(tmp_path: Path) -> None:
+    write_fake_bundle(tmp_path / "bundles", captions=False, images=True)
+    with pytest.raises(StoreLoadError, match="fingerprint"):
+        load_store(
+            settings_for(tmp_path), fake_factory(image=FakeImageEncoder(fingerprint="ee" * 32))
+        )
