@@ -1,0 +1,122 @@
+"""A real uvicorn process serving a bundle built by the real exported MiniLM from real captions."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from encoders.text_encoder import OnnxTextEncoder
+from index_builder.build import build_captions_bundle
+from index_builder.karpathy import CaptionRecord, read_captions
+
+E2E_CAPTIONS = 2_000
+READY_TIMEOUT_S = 120.0
+SHUTDOWN_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class LiveService:
+    """A running service: its base URL, process and log file."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def real_captions(data_dir: Path) -> list[CaptionRecord]:
+    """The first 2,000 Karpathy val captions (400 images, 5 captions each)."""
+    return read_captions(data_dir / "coco-karpathy-captions" / "captions_val.csv")[:E2E_CAPTIONS]
+
+
+@pytest.fixture(scope="session")
+def served_roots(
+    tmp_path_factory: pytest.TempPathFactory,
+    minilm_variant_dir: Path,
+    real_captions: list[CaptionRecord],
+) -> tuple[Path, Path]:
+    """(variants_root, bundles_root) holding the exported MiniLM and a real-captions bundle."""
+    root = tmp_path_factory.mktemp("served")
+    variants_root = root / "variants"
+    variants_root.mkdir()
+    encoder = OnnxTextEncoder(minilm_variant_dir, providers="cpu")
+    (variants_root / encoder.name).symlink_to(minilm_variant_dir.resolve())
+    bundles_root = root / "bundles"
+    build_captions_bundle(
+        encoder, real_captions, bundles_root=bundles_root, name="coco-captions", progress=False
+    )
+    return variants_root, bundles_root
+
+
+def start_service(variants_root: Path, bundles_root: Path, log_path: Path) -> LiveService:
+    port = free_port()
+    env = {
+        **os.environ,
+        "CRISSCROSS_VARIANTS_ROOT": str(variants_root),
+        "CRISSCROSS_BUNDLES_ROOT": str(bundles_root),
+        "CRISSCROSS_PROVIDERS": "cpu",
+        "CRISSCROSS_GRACEFUL_SHUTDOWN_S": "10",
+    }
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    service = LiveService(f"http://127.0.0.1:{port}", process, log_path)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"service exited with {process.returncode}:\n{service.log()}")
+        try:
+            if httpx.get(f"{service.url}/readyz", timeout=2.0).status_code == 200:
+                return service
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    stop_service(service)
+    pytest.fail(f"service not ready after {READY_TIMEOUT_S} s:\n{service.log()}")
+
+
+def stop_service(service: LiveService) -> int:
+    """SIGTERM, then wait; returns the exit code (kills and fails on a hang)."""
+    if service.process.poll() is None:
+        service.process.send_signal(signal.SIGTERM)
+    try:
+        return service.process.wait(timeout=SHUTDOWN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        service.process.kill()
+        service.process.wait()
+        pytest.fail(f"service ignored SIGTERM for {SHUTDOWN_TIMEOUT_S} s:\n{service.log()}")
+
+
+@pytest.fixture(scope="module")
+def live_service(
+    served_roots: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveService]:
+    """A uvicorn process on a free loopback port, stopped with SIGTERM afterwards."""
+    variants_root, bundles_root = served_roots
+    log_path = tmp_path_factory.mktemp("service-log") / "service.log"
+    service = start_service(variants_root, bundles_root, log_path)
+    yield service
+    assert stop_service(service) == 0, service.log()
