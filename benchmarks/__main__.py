@@ -7,9 +7,14 @@ Examples::
     python -m benchmarks cxc --dataset scenes --data data/scenes --split test \\
         --image-queries upload --out reports/scenes      # images from data/scenes/images/test
 
-Writes ``report.json``, ``report.md`` and PNG plots into ``--out`` and prints the Markdown
-report to stdout. Exit status: 0 on success, 1 when the service or the data refused the run,
-2 on bad arguments.
+    python -m benchmarks load --url http://127.0.0.1:8000 --data ../shared/data --split val \\
+        --out reports/bench --closed 1,8,32 --open-rates auto --duration-s 20 \\
+        --inprocess-json reports/bench/inprocess.json
+
+``cxc`` writes ``report.json``, ``report.md`` and PNG plots into ``--out``; ``load`` writes
+``load.json``, ``load.md``, ``load.png`` and ``load_latency.png``. Both print the Markdown report
+to stdout. Exit status: 0 on success, 1 when the service or the data refused the run, 2 on bad
+arguments.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from benchmarks.corpus import DATASETS
 from benchmarks.correlation import DEFAULT_SAMPLES
 from benchmarks.cxc import BenchmarkSetupError, CxcRunConfig, run_cxc, write_outputs
 from benchmarks.images import IMAGE_QUERY_MODES
+from benchmarks.loadrun import DEFAULT_FRACTIONS, LoadRunConfig, run_load, write_load_outputs
 from benchmarks.plan import ALL_TASKS
 
 logger = logging.getLogger("benchmarks")
@@ -64,8 +70,139 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _float_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers: {text!r}") from error
+    if not values or any(not value > 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected positive numbers: {text!r}")
+    return values
+
+
+def _open_rates(text: str) -> tuple[float, ...] | None:
+    """``auto`` → ``None`` (fractions of saturation); ``none`` → ``()``; else the rates."""
+    if text.strip().lower() == "auto":
+        return None
+    if text.strip().lower() == "none":
+        return ()
+    return _float_list(text)
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"expected a number: {text!r}") from error
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number: {text!r}")
+    return value
+
+
+def _add_load_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    load = commands.add_parser(
+        "load",
+        help="throughput and latency under load: closed loop, then open loop (Poisson) up to "
+        "and past the knee, over a light raw-asyncio HTTP client",
+    )
+    load.add_argument("--url", default="http://127.0.0.1:8000", help="service root URL")
+    load.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
+        help=f"data folder with coco-karpathy-captions/ (${DATA_DIR_ENV} or ../shared/data)",
+    )
+    load.add_argument("--split", default="val", help="captions_<split>.csv to take queries from")
+    load.add_argument("--out", type=Path, required=True, help="folder for load.json/.md/.png")
+    load.add_argument(
+        "--closed", type=_int_list, default=(1, 8, 32), help="closed-loop clients (1,8,32)"
+    )
+    load.add_argument(
+        "--open-rates",
+        type=_open_rates,
+        default=None,
+        help="open-loop offered rates in requests/s (r1,r2,...), 'auto' = --open-fractions of "
+        "the closed-loop saturation throughput, or 'none' (auto)",
+    )
+    load.add_argument(
+        "--open-fractions",
+        type=_float_list,
+        default=DEFAULT_FRACTIONS,
+        help="multiples of saturation for --open-rates auto "
+        f"({','.join(f'{value:g}' for value in DEFAULT_FRACTIONS)})",
+    )
+    load.add_argument(
+        "--duration-s", type=_positive_float, default=20.0, help="seconds per level (20)"
+    )
+    load.add_argument(
+        "--requests", type=_positive_int, default=20_000, help="most requests per level (20000)"
+    )
+    load.add_argument(
+        "--warmup", type=int, default=50, help="unrecorded requests before a closed level (50)"
+    )
+    load.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=256,
+        help="open loop: most connections at once; more requests wait in the client (256)",
+    )
+    load.add_argument(
+        "--drain-s",
+        type=float,
+        default=10.0,
+        help="open loop: seconds answers are awaited after the last intended send (10)",
+    )
+    load.add_argument(
+        "--settle-s",
+        type=float,
+        default=30.0,
+        help="longest wait for the service to drain between open levels, seconds (30)",
+    )
+    load.add_argument("--timeout", type=_positive_float, default=10.0, help="per request, s (10)")
+    load.add_argument("--k", type=_positive_int, default=10, help="results per search (10)")
+    load.add_argument("--collection", default="captions", help="searched collection (captions)")
+    load.add_argument("--variant", default=None, help="encoder variant (service default)")
+    load.add_argument(
+        "--no-metadata", action="store_true", help="send include_metadata=false (default: true)"
+    )
+    load.add_argument("--seed", type=int, default=0, help="query order and schedules (0)")
+    load.add_argument(
+        "--inprocess-json",
+        type=Path,
+        default=None,
+        help="scripts/bench_inprocess.py output, for the efficiency ratio",
+    )
+    load.add_argument("--ready-timeout", type=float, default=120.0, help="seconds for /readyz")
+
+
+def load_config_from_args(args: argparse.Namespace) -> LoadRunConfig:
+    """The run configuration of parsed ``load`` arguments."""
+    return LoadRunConfig(
+        url=args.url,
+        data_dir=args.data,
+        split=args.split,
+        closed_levels=args.closed,
+        open_rates=args.open_rates,
+        open_fractions=args.open_fractions,
+        duration_s=args.duration_s,
+        max_requests=args.requests,
+        warmup_requests=max(0, args.warmup),
+        max_connections=args.max_connections,
+        drain_s=max(0.0, args.drain_s),
+        timeout_s=args.timeout,
+        settle_s=max(0.0, args.settle_s),
+        k=args.k,
+        collection=args.collection,
+        variant=args.variant,
+        include_metadata=not args.no_metadata,
+        seed=args.seed,
+        inprocess_json=args.inprocess_json,
+        ready_timeout_s=args.ready_timeout,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``crisscross-bench`` argument parser (sub-command ``cxc``)."""
+    """The ``crisscross-bench`` argument parser (sub-commands ``cxc`` and ``load``)."""
     parser = argparse.ArgumentParser(
         prog="crisscross-bench", description="Benchmark a live Crisscross service over HTTP."
     )
@@ -159,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     cxc.add_argument("--ready-timeout", type=float, default=120.0, help="seconds for /readyz")
     cxc.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, seconds")
     cxc.add_argument("--no-progress", action="store_true", help="no progress bars")
+    _add_load_parser(commands)
     return parser
 
 
@@ -206,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # httpx logs every request at INFO: thousands of lines per run.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    if args.command == "load":
+        return _main_load(parser, args)
     try:
         config = config_from_args(args)
     except ValueError as error:
@@ -224,6 +364,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.debug("traceback", exc_info=True)
         return 1
     written = write_outputs(run, args.out)
+    for kind, path in written.items():
+        logger.info("wrote %s: %s", kind, path)
+    sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))
+    return 0
+
+
+def _main_load(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
+        config = load_config_from_args(args)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        run = asyncio.run(run_load(config))
+    except (
+        ServiceError,
+        ServiceNotReadyError,
+        BenchmarkSetupError,
+        ValueError,
+        httpx.HTTPError,
+        OSError,
+    ) as error:
+        logger.error("load test failed: %s", error)
+        logger.debug("traceback", exc_info=True)
+        return 1
+    written = write_load_outputs(run, args.out)
     for kind, path in written.items():
         logger.info("wrote %s: %s", kind, path)
     sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))

@@ -12,8 +12,10 @@ request counts, and Little's law's mean number in flight (Σ request time ÷ wal
 falls clearly under the configured concurrency, the client itself was the bottleneck and the
 numbers understate the service; a warning is logged.
 
-An open-loop driver (fixed arrival rate, latency from the intended send time) is a later issue;
-it will live beside :func:`closed_loop` and return the same :class:`LatencyResult`.
+This is the ``cxc`` run's small latency section (over the httpx client). Load testing proper —
+closed and open loop (Poisson arrivals, latency from the intended send time), 503s counted apart,
+the client's own CPU, Little's law on the client's in-flight accounting, over a light raw
+asyncio HTTP client — is :mod:`benchmarks.load` / ``python -m benchmarks load``.
 """
 
 from __future__ import annotations
