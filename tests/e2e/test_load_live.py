@@ -1,34 +1,21 @@
-"""The load driver, briefly, against a live service named by ``CRISSCROSS_BENCH_URL``.
-
-Skipped unless that variable is set (``make bench`` / a live-service fixture can set it), e.g.
-``CRISSCROSS_BENCH_URL=http://127.0.0.1:8000 pytest tests/benchmarks/test_load_live.py``.
-Only loopback URLs are accepted: load tests never leave the machine.
-"""
+"""The load driver, briefly, against a real uvicorn process on loopback (bounded in time)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
 from benchmarks.loadrun import LoadRunConfig, run_load
+from tests.e2e.conftest import LiveService
 
-LIVE_URL = os.environ.get("CRISSCROSS_BENCH_URL")
-
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not LIVE_URL, reason="set CRISSCROSS_BENCH_URL to a live service"),
-]
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_brief_load_against_the_live_service(data_dir: Path) -> None:
-    assert LIVE_URL is not None
-    assert urlsplit(LIVE_URL).hostname in {"127.0.0.1", "localhost", "::1"}, "loopback only"
+def test_brief_load_against_the_live_service(live_service: LiveService, data_dir: Path) -> None:
     config = LoadRunConfig(
-        url=LIVE_URL,
+        url=live_service.url,
         data_dir=data_dir,
         split="val",
         closed_levels=(1, 2),
