@@ -14,7 +14,7 @@ from PIL import Image
 
 from encoders.image_preprocess import PixelBatch, preprocess_images
 from encoders.providers import ProviderRequest
-from encoders.tower_session import TowerSession
+from encoders.tower_session import VariantTower
 
 # The text encoder's output lookup applies unchanged: "embeddings", else the only output, with
 # its last axis checked against the manifest's dim.
@@ -22,8 +22,6 @@ from encoders.variant import (
     ImageTower,
     VariantError,
     VariantManifest,
-    load_variant_manifest,
-    verify_variant_files,
 )
 
 # 32 images of 3 x 224 x 224 float32 are 19 MB of input: large enough to keep a CPU busy, small
@@ -35,7 +33,7 @@ _CHANNELS: Final = 3
 logger = logging.getLogger(__name__)
 
 
-class OnnxImageEncoder:
+class OnnxImageEncoder(VariantTower):
     """Embeds RGB images with a variant's ``image.onnx``; implements ImageEncoderProtocol.
 
     Loading verifies the SHA-256 of every variant file against ``variant.json`` (``VariantError``
@@ -58,18 +56,10 @@ class OnnxImageEncoder:
         ``ProviderError`` when the session cannot really run on CUDA). ``intra_op_threads``: 0 lets
         onnxruntime use one thread per core. ``batch_size``: images per session run.
         """
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        self._variant_dir = Path(variant_dir)
-        self._manifest = load_variant_manifest(self._variant_dir)
+        super().__init__(variant_dir, batch_size)
         self._image = _image_tower(self._manifest, self._variant_dir)
-        verify_variant_files(self._variant_dir, self._manifest)
-        self._batch_size = batch_size
 
-        self._session = TowerSession(
-            self._variant_dir, self._image.onnx_file, self._manifest, providers, intra_op_threads
-        )
-        self._providers = self._session.active_providers
+        self._open_session(self._image.onnx_file, providers, intra_op_threads)
         self._input_name = _pixel_input_name(self._session.session, self._image)
         logger.info(
             "image encoder %s ready: dim %d, input %dx%d, %s, providers %s",
@@ -78,43 +68,13 @@ class OnnxImageEncoder:
             self._image.height,
             self._image.width,
             self.precision,
-            self._providers,
+            self.providers,
         )
-
-    @property
-    def name(self) -> str:
-        """Variant name."""
-        return self._manifest.name
-
-    @property
-    def dim(self) -> int:
-        """Embedding dimension d."""
-        return self._manifest.dim
-
-    @property
-    def precision(self) -> str:
-        """Weight precision: "fp32", "fp16" or "int8"."""
-        return self._manifest.precision
-
-    @property
-    def fingerprint(self) -> str:
-        """SHA-256 hex of the variant's files; see ``VariantManifest.fingerprint``."""
-        return self._manifest.fingerprint
-
-    @property
-    def providers(self) -> list[str]:
-        """Providers the session really uses (``session.get_providers()``), a fresh copy."""
-        return list(self._providers)
 
     @property
     def input_size(self) -> tuple[int, int]:
         """(height, width) in pixels of the tower's input tensor."""
         return self._image.input_size
-
-    @property
-    def manifest(self) -> VariantManifest:
-        """The variant's verified manifest."""
-        return self._manifest
 
     def encode_images(self, images: Sequence[Image.Image]) -> npt.NDArray[np.float32]:
         """Embed RGB images of any size: float32 ``[len(images), dim]``, L2-normalised rows,

@@ -12,13 +12,11 @@ import numpy.typing as npt
 
 from encoders.providers import ProviderRequest
 from encoders.tokenizer import TextTokenizer, TokenBatch
-from encoders.tower_session import TowerSession
+from encoders.tower_session import TowerSession, VariantTower
 from encoders.variant import (
     TextTower,
     VariantError,
     VariantManifest,
-    load_variant_manifest,
-    verify_variant_files,
 )
 
 DEFAULT_BATCH_SIZE: Final = 64
@@ -30,7 +28,7 @@ TEXT_INPUT_NAMES: Final = frozenset({"input_ids", "attention_mask", "token_type_
 logger = logging.getLogger(__name__)
 
 
-class OnnxTextEncoder:
+class OnnxTextEncoder(VariantTower):
     """Embeds texts with a variant's ``text.onnx`` and tokenizer; implements TextEncoderProtocol.
 
     Loading verifies the SHA-256 of every variant file against ``variant.json`` (``VariantError``
@@ -52,21 +50,13 @@ class OnnxTextEncoder:
         ``ProviderError`` when the session cannot really run on CUDA). ``intra_op_threads``: 0 lets
         onnxruntime use one thread per core. ``batch_size``: texts per session run.
         """
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        self._variant_dir = Path(variant_dir)
-        self._manifest = load_variant_manifest(self._variant_dir)
+        super().__init__(variant_dir, batch_size)
         self._text = _text_tower(self._manifest, self._variant_dir)
-        verify_variant_files(self._variant_dir, self._manifest)
-        self._batch_size = batch_size
         self._tokenizer = TextTokenizer.from_file(
             self._variant_dir / self._text.tokenizer_file, self._text.max_tokens
         )
 
-        self._session = TowerSession(
-            self._variant_dir, self._text.onnx_file, self._manifest, providers, intra_op_threads
-        )
-        self._providers = self._session.active_providers
+        self._open_session(self._text.onnx_file, providers, intra_op_threads)
         self._input_names = _text_input_names(self._session, self._text.onnx_file)
         logger.info(
             "text encoder %s ready: dim %d, max_tokens %d, %s, providers %s",
@@ -74,43 +64,13 @@ class OnnxTextEncoder:
             self.dim,
             self.max_tokens,
             self.precision,
-            self._providers,
+            self.providers,
         )
-
-    @property
-    def name(self) -> str:
-        """Variant name."""
-        return self._manifest.name
-
-    @property
-    def dim(self) -> int:
-        """Embedding dimension d."""
-        return self._manifest.dim
 
     @property
     def max_tokens(self) -> int:
         """Truncation length in tokens, special tokens included."""
         return self._text.max_tokens
-
-    @property
-    def precision(self) -> str:
-        """Weight precision: "fp32", "fp16" or "int8"."""
-        return self._manifest.precision
-
-    @property
-    def fingerprint(self) -> str:
-        """SHA-256 hex of the variant's files; see ``VariantManifest.fingerprint``."""
-        return self._manifest.fingerprint
-
-    @property
-    def providers(self) -> list[str]:
-        """Providers the session really uses (``session.get_providers()``), a fresh copy."""
-        return list(self._providers)
-
-    @property
-    def manifest(self) -> VariantManifest:
-        """The variant's verified manifest."""
-        return self._manifest
 
     def encode_texts(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``: float32 ``[len(texts), dim]``, L2-normalised rows, C-contiguous.

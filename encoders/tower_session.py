@@ -16,7 +16,12 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from encoders.providers import ProviderRequest, check_active_providers, select_providers
-from encoders.variant import VariantError, VariantManifest
+from encoders.variant import (
+    VariantError,
+    VariantManifest,
+    load_variant_manifest,
+    verify_variant_files,
+)
 
 PREFERRED_OUTPUT_NAME: Final = "embeddings"
 # Guards the division when a graph that does not normalise returns an all-zero row.
@@ -94,3 +99,59 @@ def _embeddings_output_name(session: ort.InferenceSession, onnx_file: str, dim: 
     if isinstance(last_axis, int) and last_axis != dim:
         raise VariantError(f"{onnx_file} outputs dim {last_axis} but the manifest says {dim}")
     return str(chosen.name)
+
+
+class VariantTower:
+    """Base of the text and image encoders: the verified variant and the identity both report.
+
+    Loading verifies the SHA-256 of every variant file against ``variant.json``
+    (``VariantError`` on a mismatch). Subclasses open their session with :meth:`_open_session`.
+    """
+
+    _session: TowerSession
+
+    def __init__(self, variant_dir: Path, batch_size: int) -> None:
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        self._variant_dir = Path(variant_dir)
+        self._manifest = load_variant_manifest(self._variant_dir)
+        verify_variant_files(self._variant_dir, self._manifest)
+        self._batch_size = batch_size
+
+    def _open_session(
+        self, onnx_file: str, providers: ProviderRequest, intra_op_threads: int
+    ) -> TowerSession:
+        self._session = TowerSession(
+            self._variant_dir, onnx_file, self._manifest, providers, intra_op_threads
+        )
+        return self._session
+
+    @property
+    def name(self) -> str:
+        """Variant name."""
+        return self._manifest.name
+
+    @property
+    def dim(self) -> int:
+        """Embedding dimension d."""
+        return self._manifest.dim
+
+    @property
+    def precision(self) -> str:
+        """Weight precision: "fp32", "fp16" or "int8"."""
+        return self._manifest.precision
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 hex of the variant's files; see ``VariantManifest.fingerprint``."""
+        return self._manifest.fingerprint
+
+    @property
+    def providers(self) -> list[str]:
+        """Providers the session really uses (``session.get_providers()``), a fresh copy."""
+        return list(self._session.active_providers)
+
+    @property
+    def manifest(self) -> VariantManifest:
+        """The variant's verified manifest."""
+        return self._manifest
