@@ -7,12 +7,14 @@ Limits (``CRISSCROSS_MAX_K`` ...) are environment-only to keep the command line 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
+import faiss
 import uvicorn
 from pydantic import ValidationError
 
@@ -57,6 +59,10 @@ def _parser() -> argparse.ArgumentParser:
         "--graceful-shutdown-s", type=int, help="seconds to drain requests on SIGTERM"
     )
     serve.add_argument("--log-level", choices=get_args(LogLevel), help="log level (info)")
+    openapi = commands.add_parser(
+        "openapi", help="print the OpenAPI document (regenerates docs/openapi.json)"
+    )
+    openapi.add_argument("--out", type=Path, help="write to this file instead of stdout")
     return parser
 
 
@@ -78,9 +84,18 @@ def configure_logging(level: str) -> None:
     )
 
 
+def openapi_document() -> str:
+    """The OpenAPI document of the app as committed in docs/openapi.json: indented JSON with a
+    final newline. It does not depend on settings (built from the defaults, no environment)."""
+    schema = create_app(Settings.model_construct()).openapi()
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
 def serve(settings: Settings) -> None:
     """Run uvicorn on ``settings`` until SIGINT/SIGTERM (blocking)."""
     configure_logging(settings.log_level)
+    if settings.faiss_threads > 0:
+        faiss.omp_set_num_threads(settings.faiss_threads)
     app = create_app(settings)
     state = getattr(app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)
@@ -95,16 +110,28 @@ def serve(settings: Settings) -> None:
         timeout_graceful_shutdown=settings.graceful_shutdown_s,
         lifespan="on",
     )
-    DrainingServer(config, on_shutdown_signal=state.start_draining).run()
+    DrainingServer(
+        config,
+        on_shutdown_signal=state.start_draining,
+        shutdown_delay_s=settings.shutdown_delay_s,
+    ).run()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m service`` and ``crisscross-serve``; returns the exit status."""
     args = _parser().parse_args(argv)
+    if args.command == "openapi":
+        document = openapi_document()
+        if args.out is not None:
+            args.out.write_text(document, encoding="utf-8")
+        else:
+            sys.stdout.write(document)
+        return 0
     try:
         settings = settings_from_args(args)
         settings.check_serving_paths()
     except ValidationError as exc:
+        # Settings hide their input in errors: a refused API key is never printed.
         print(f"crisscross-serve: invalid settings:\n{exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     except SettingsError as exc:

@@ -6,6 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from fastapi import FastAPI
@@ -13,17 +14,34 @@ from fastapi import FastAPI
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
+from service.auth import ApiKeyMiddleware, KeyRing, document_security
 from service.errors import install_error_handlers
 from service.metrics import ServiceMetrics
-from service.middleware import BodyLimit, BodyLimitMiddleware, RequestContextMiddleware
-from service.routes import catalog, embed, health, score, search
+from service.middleware import (
+    BodyLimit,
+    BodyLimitMiddleware,
+    CorsMiddleware,
+    RequestContextMiddleware,
+)
+from service.routes import admin, catalog, embed, health, score, search
 from service.settings import UPLOAD_ROUTE, Settings
-from service.state import STATE_ATTRIBUTE, ServiceState
+from service.state import STATE_ATTRIBUTE, ServiceState, publish_store
 from service.store import EncoderFactory, VariantEncoders, load_store
 
 logger = logging.getLogger("crisscross.service")
 
 API_VERSION = "1"
+CORS_REQUEST_HEADERS = ["authorization", "x-api-key", "content-type", "x-request-id"]
+CORS_EXPOSED_HEADERS = [
+    "x-request-id",
+    "retry-after",
+    "x-timing-decode-ms",
+    "x-timing-queue-ms",
+    "x-timing-encode-ms",
+    "x-timing-search-ms",
+    "x-timing-total-ms",
+]
+CORS_MAX_AGE_S = 600
 
 
 def onnx_encoder_factory(variant_dir: Path, settings: Settings) -> VariantEncoders:
@@ -57,19 +75,7 @@ async def _load_in_background(state: ServiceState) -> None:
         state.metrics.load_failures.inc()
         logger.exception("refusing to serve: %s", state.load_error)
         return
-    state.metrics.record_loaded(
-        bundles=sorted({(c.bundle, c.bundle_version, c.variant) for c in store.collections}),
-        collections=[
-            (c.variant, c.name, c.bundle, c.bundle_version, c.collection.count)
-            for c in store.collections
-        ],
-        variants=[
-            (v.name, tower, v.precision, providers, v.fingerprint)
-            for v in store.variants
-            for tower, providers in v.providers_by_tower.items()
-        ],
-    )
-    state.store = store
+    publish_store(state, store)
     logger.info("ready: serving %d collections", len(store.collections))
 
 
@@ -90,11 +96,16 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        state.begin_lifespan()
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(_load_in_background, state)
             try:
                 yield
             finally:
+                # uvicorn has let in-flight requests finish (up to graceful_shutdown_s); work
+                # still queued in a batcher is finished too, within the same bound.
+                with anyio.CancelScope(shield=True):
+                    await state.encode_pool.close(settings.graceful_shutdown_s)
                 tasks.cancel_scope.cancel()
 
     app = FastAPI(
@@ -117,11 +128,44 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     app.add_middleware(
         BodyLimitMiddleware, default=json_limit, by_path={UPLOAD_ROUTE: upload_limit}
     )
+    # Keys are checked before any body byte is read.
+    app.add_middleware(
+        ApiKeyMiddleware,
+        keys=KeyRing(settings.read_keys, settings.admin_keys),
+        metrics=state.metrics,
+    )
+    # CORS outside the key check: preflights carry no key, and refusals need CORS headers for
+    # a browser to show them.
+    if settings.cors_origins:
+        app.add_middleware(
+            CorsMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_credentials=settings.cors_allow_credentials,
+            allow_methods=["GET", "POST"],
+            allow_headers=CORS_REQUEST_HEADERS,
+            expose_headers=CORS_EXPOSED_HEADERS,
+            max_age=CORS_MAX_AGE_S,
+        )
     app.add_middleware(
         RequestContextMiddleware,
         metrics=state.metrics,
         max_request_id_chars=settings.max_request_id_chars,
+        request_timeout_s=settings.request_timeout_s,
     )
-    for module in (search, score, embed, catalog, health):
+    for module in (search, score, embed, catalog, admin, health):
         app.include_router(module.router)
+    _document_security(app)
     return app
+
+
+def _document_security(app: FastAPI) -> None:
+    """Generate the OpenAPI document once, with the API key schemes
+    (:func:`service.auth.document_security`)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_security(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

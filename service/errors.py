@@ -31,6 +31,7 @@ class ErrorCode(StrEnum):
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
     METHOD_NOT_ALLOWED = "method_not_allowed"
+    BUNDLE_REJECTED = "bundle_rejected"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
     INTERNAL = "internal"
@@ -44,6 +45,7 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.BUNDLE_REJECTED: 409,
     ErrorCode.OVERLOADED: 503,
     ErrorCode.NOT_READY: 503,
     ErrorCode.INTERNAL: 500,
@@ -62,7 +64,7 @@ from :data:`STATUS_OF`): over a limit → 413, a refused format → 415, not an 
 _CODE_OF_STATUS: Mapping[int, ErrorCode] = {
     status: code
     for code, status in STATUS_OF.items()
-    if code not in {ErrorCode.OVERLOADED, ErrorCode.NOT_READY}
+    if code not in {ErrorCode.OVERLOADED, ErrorCode.NOT_READY, ErrorCode.BUNDLE_REJECTED}
 }
 
 

@@ -64,8 +64,8 @@ class ServiceMetrics:
         )
         self.encode_seconds = Histogram(
             "crisscross_encode_duration_seconds",
-            "Time in one encoder call (the texts or a group of images of a request), by variant "
-            "and tower (text, image).",
+            "Time in one encoder call (one micro-batch of queued requests' texts or images), by "
+            "variant and tower (text, image).",
             ["variant", "tower"],
             buckets=_STAGE_BUCKETS_S,
             registry=self.registry,
@@ -75,6 +75,44 @@ class ServiceMetrics:
             "Inputs (texts or images) per encoder call, by variant and tower.",
             ["variant", "tower"],
             buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.encode_batch_requests = Histogram(
+            "crisscross_encode_batch_requests",
+            "Requests whose inputs shared one encoder call, by variant and tower.",
+            ["variant", "tower"],
+            buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.encode_queue_seconds = Histogram(
+            "crisscross_encode_queue_wait_seconds",
+            "Time a request waited in an encoder's queue before its batch started, by variant "
+            "and tower.",
+            ["variant", "tower"],
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.encode_queue_depth = Gauge(
+            "crisscross_encode_queue_depth",
+            "Requests waiting in an encoder's queue (not yet in a running batch), by variant and "
+            "tower.",
+            ["variant", "tower"],
+            registry=self.registry,
+        )
+        self.refused = Counter(
+            "crisscross_requests_refused",
+            "Requests refused before their work ran, by reason: queue_full and deadline "
+            "(503 overloaded), shutting_down (503 not_ready), unauthorized (401), forbidden "
+            "(403).",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.reloads = Counter(
+            "crisscross_reloads",
+            "POST /v1/admin/reload calls by outcome: swapped (a new version serves), unchanged "
+            "(nothing new to load), rejected (409 bundle_rejected: the old version keeps "
+            "serving), not_found (404), failed (an unexpected error).",
+            ["outcome"],
             registry=self.registry,
         )
         self.image_decode_seconds = Histogram(
@@ -122,6 +160,11 @@ class ServiceMetrics:
             "1 once every bundle and encoder is loaded and the service answers queries.",
             registry=self.registry,
         )
+        self.loaded_at = Gauge(
+            "crisscross_store_loaded_timestamp_seconds",
+            "Unix time at which the store being served was published (startup or reload).",
+            registry=self.registry,
+        )
         self.load_failures = Counter(
             "crisscross_load_failures",
             "Attempts to load bundles and encoders that were refused.",
@@ -156,6 +199,7 @@ class ServiceMetrics:
                 variant, tower, precision, ",".join(providers), fingerprint
             ).set(1)
         self.ready.set(1)
+        self.loaded_at.set_to_current_time()
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""

@@ -1,5 +1,5 @@
 """Pure ASGI middleware: the request context (id, timing headers, access log, metrics, the
-last-resort 500) and the body size limit.
+last-resort 500), the body size limit, and CORS in the one error shape.
 
 Pure ASGI rather than ``BaseHTTPMiddleware`` so the body can be counted as it streams in and
 so an exception anywhere below still answers in the one error shape.
@@ -8,11 +8,13 @@ so an exception anywhere below still answers in the one error shape.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import ErrorCode, error_response
@@ -60,17 +62,28 @@ class RequestContextMiddleware:
     texts) and records request metrics. An exception that escapes the app becomes a 500
     ``internal`` error in the one shape, logged with its traceback."""
 
-    def __init__(self, app: ASGIApp, *, metrics: ServiceMetrics, max_request_id_chars: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        metrics: ServiceMetrics,
+        max_request_id_chars: int,
+        request_timeout_s: float = math.inf,
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.max_request_id_chars = max_request_id_chars
+        self.request_timeout_s = request_timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         offered = Headers(scope=scope).get(REQUEST_ID_HEADER)
-        context = RequestContext(choose_request_id(offered, self.max_request_id_chars))
+        context = RequestContext(
+            choose_request_id(offered, self.max_request_id_chars),
+            timeout_s=self.request_timeout_s,
+        )
         scope[SCOPE_KEY] = context
         status = 500
         response_started = False
@@ -84,6 +97,8 @@ class RequestContextMiddleware:
                 headers[REQUEST_ID_HEADER] = context.request_id
                 if context.decode_ms is not None:
                     headers["x-timing-decode-ms"] = _ms(context.decode_ms)
+                if context.queue_ms is not None:
+                    headers["x-timing-queue-ms"] = _ms(context.queue_ms)
                 if context.encode_ms is not None:
                     headers["x-timing-encode-ms"] = _ms(context.encode_ms)
                 if context.search_ms is not None:
@@ -122,13 +137,14 @@ class RequestContextMiddleware:
         level = logging.DEBUG if route in _QUIET_ROUTES and status < 400 else logging.INFO
         access_logger.log(
             level,
-            "request_id=%s method=%s route=%s status=%d decode_ms=%s encode_ms=%s search_ms=%s "
-            "total_ms=%s",
+            "request_id=%s method=%s route=%s status=%d decode_ms=%s queue_ms=%s encode_ms=%s "
+            "search_ms=%s total_ms=%s",
             context.request_id,
             method,
             route,
             status,
             _ms(context.decode_ms) if context.decode_ms is not None else "-",
+            _ms(context.queue_ms) if context.queue_ms is not None else "-",
             _ms(context.encode_ms) if context.encode_ms is not None else "-",
             _ms(context.search_ms) if context.search_ms is not None else "-",
             _ms(total_ms),
@@ -224,3 +240,31 @@ class BodyLimitMiddleware:
                 headers=exc.headers,
             )
             await response(scope, receive, watching_send)
+
+
+class CorsMiddleware(CORSMiddleware):
+    """Starlette's CORS middleware, except that a refused preflight (an origin, method or header
+    not allowed) answers 403 ``forbidden`` in the one error shape instead of a plain-text 400.
+    Browsers act on the missing ``Access-Control-Allow-Origin`` either way."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "OPTIONS":
+            headers = Headers(scope=scope)
+            if "origin" in headers and "access-control-request-method" in headers:
+                response = self.preflight_response(request_headers=headers)
+                if response.status_code != 200:
+                    kept = {
+                        name: value
+                        for name, value in response.headers.items()
+                        if name.startswith("access-control-") or name == "vary"
+                    }
+                    reason = bytes(response.body).decode("utf-8", "replace")
+                    response = error_response(
+                        ErrorCode.FORBIDDEN,
+                        f"CORS preflight refused: {reason}",
+                        request_id_of(scope),
+                        headers=kept,
+                    )
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)

@@ -6,6 +6,7 @@ searching; the middleware turns it into response headers, the access log line an
 
 from __future__ import annotations
 
+import math
 import re
 import time
 import uuid
@@ -19,17 +20,32 @@ _REQUEST_ID_CHARS = re.compile(r"^[A-Za-z0-9._-]+$")
 
 @dataclass
 class RequestContext:
-    """What the service knows about one request while handling it (times in milliseconds)."""
+    """What the service knows about one request while handling it (times in milliseconds).
+
+    ``started_s`` and ``deadline_s`` are ``time.perf_counter()`` readings in seconds; work for
+    the request that has not started by ``deadline_s`` is dropped (infinite: no deadline).
+    """
 
     request_id: str
     started_s: float = field(default_factory=time.perf_counter)
+    timeout_s: float = math.inf
     decode_ms: float | None = None
+    queue_ms: float | None = None
     encode_ms: float | None = None
     search_ms: float | None = None
+
+    @property
+    def deadline_s(self) -> float:
+        """``started_s + timeout_s``: the ``perf_counter`` time by which work must start."""
+        return self.started_s + self.timeout_s
 
     def add_decode_ms(self, elapsed_ms: float) -> None:
         """Add time spent turning image payloads (base64, file bytes) into RGB pixels."""
         self.decode_ms = (self.decode_ms or 0.0) + elapsed_ms
+
+    def add_queue_ms(self, elapsed_ms: float) -> None:
+        """Add time spent waiting in an encoder's queue for a batch to start."""
+        self.queue_ms = (self.queue_ms or 0.0) + elapsed_ms
 
     def add_encode_ms(self, elapsed_ms: float) -> None:
         """Add time spent in the encoder (a request may encode more than once)."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from index_builder.bundle import VERSION_PATTERN
 from service.errors import ErrorCode, ServiceError
 from service.images import check_base64_length
 from service.settings import Settings
@@ -46,38 +47,65 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+EXAMPLE_CAPTION_ID = "COCO_val2014:sentid:770337"
+EXAMPLE_ITEM: dict[str, JsonValue] = {"collection": "captions", "id": EXAMPLE_CAPTION_ID}
+
+
 class ItemRef(_Request):
     """A stored item, by collection and id (e.g. ``captions`` / ``COCO_val2014:sentid:770337``)."""
 
-    collection: str
-    id: str
+    collection: str = Field(examples=["captions", "images"])
+    id: str = Field(examples=[EXAMPLE_CAPTION_ID, "COCO_val2014_000000184613.jpg"])
 
 
-QueryKind = Literal["text", "image", "item"]
+QueryKind = Literal["text", "image", "item", "vector"]
+QUERY_KINDS: tuple[QueryKind, ...] = ("text", "image", "item", "vector")
+
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+"""A JSON number that is finite (``NaN``, ``Infinity`` are refused with 422)."""
+
+QueryVector = Annotated[
+    list[FiniteFloat],
+    Field(
+        min_length=1,
+        description="Your own embedding in the variant's space: exactly dim finite numbers with a "
+        "non-zero norm; it is L2-normalised before searching.",
+    ),
+]
 
 
 class QueryInput(_Request):
     """One side of a query: exactly one of ``text`` (embedded by the variant's text tower),
-    ``image`` (base64 file bytes, embedded by its image tower) or ``item`` (the item's stored
-    vector, from either collection)."""
+    ``image`` (base64 file bytes, embedded by its image tower), ``item`` (the item's stored
+    vector, from either collection) or ``vector`` (an embedding the client made itself with the
+    same variant)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"text": "a dog on a couch"}, {"item": EXAMPLE_ITEM}]}
+    )
 
     text: QueryText | None = None
     image: Base64Image | None = None
     item: ItemRef | None = None
+    vector: QueryVector | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> QueryInput:
-        given = [name for name in ("text", "image", "item") if getattr(self, name) is not None]
+        given = [name for name in QUERY_KINDS if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError(f"give exactly one of 'text', 'image' or 'item' (got {len(given)})")
+            raise ValueError(
+                f"give exactly one of 'text', 'image', 'item' or 'vector' (got {len(given)})"
+            )
         return self
 
     @property
     def kind(self) -> QueryKind:
-        """Which of the three the side holds."""
-        if self.text is not None:
-            return "text"
-        return "image" if self.image is not None else "item"
+        """Which of the four the side holds."""
+        for name in QUERY_KINDS:
+            if getattr(self, name) is not None:
+                return name
+        raise AssertionError("a validated QueryInput holds one side")  # pragma: no cover
 
 
 def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
@@ -108,7 +136,10 @@ def _check_image_count(where: str, count: int, settings: Settings) -> None:
 class SearchOptions(_Request):
     """What a search asks for besides its query (shared by the JSON and the upload route)."""
 
-    collection: str = Field(description="Collection to search: 'captions' or 'images'.")
+    collection: str = Field(
+        description="Collection to search: 'captions' or 'images'.",
+        examples=["captions", "images"],
+    )
     k: int = Field(
         default=10,
         ge=1,
@@ -141,6 +172,21 @@ class SearchOptions(_Request):
 class SearchRequest(SearchOptions):
     """``POST /v1/search``: the ``k`` nearest items of ``collection`` to ``query``."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"query": {"text": "a dog on a couch"}, "collection": "captions", "k": 10},
+                {
+                    "query": {"item": EXAMPLE_ITEM},
+                    "collection": "captions",
+                    "k": 10,
+                    "exclude": [EXAMPLE_CAPTION_ID],
+                    "include_metadata": False,
+                },
+            ]
+        }
+    )
+
     query: QueryInput
 
     def check_limits(self, settings: Settings) -> None:
@@ -171,6 +217,14 @@ class ScorePair(_Request):
 class ScoreRequest(_Request):
     """``POST /v1/score``: cosine similarity of each pair, in order."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"pairs": [{"left": {"text": "a dog on a couch"}, "right": {"item": EXAMPLE_ITEM}}]}
+            ]
+        }
+    )
+
     pairs: list[ScorePair] = Field(min_length=1, description="1..max_score_pairs pairs.")
     variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
 
@@ -200,6 +254,8 @@ class ScoreRequest(_Request):
 
 class EmbedRequest(_Request):
     """``POST /v1/embed``: embeddings of texts or of images (exactly one of the two)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"texts": ["a dog on a couch"]}]})
 
     texts: list[QueryText] | None = Field(
         default=None, min_length=1, description="1..max_embed_inputs texts."
@@ -244,7 +300,15 @@ class Timings(BaseModel):
     decode: float = Field(
         default=0.0, description="Image decoding: base64 and pixels (0 when no image was sent)."
     )
-    encode: float = Field(description="Encoder time (0 when nothing was encoded).")
+    queue: float = Field(
+        default=0.0,
+        description="Waiting in the encoder's queue for a micro-batch to start (0 when nothing "
+        "was encoded).",
+    )
+    encode: float = Field(
+        description="The encoder call of the micro-batch that held this request's inputs (0 "
+        "when nothing was encoded)."
+    )
     search: float = Field(description="faiss search and stored-vector lookups.")
     total: float = Field(description="From arrival to the response being built.")
 
@@ -367,3 +431,50 @@ class ErrorResponse(BaseModel):
     """The one error shape of every non-2xx answer."""
 
     error: ErrorDetail
+
+
+# -- admin ----------------------------------------------------------------------------------------
+
+BundleName = Annotated[
+    str, Field(min_length=1, max_length=128, description="A served bundle's name.")
+]
+BundleVersion = Annotated[
+    str,
+    Field(
+        pattern=VERSION_PATTERN.pattern,
+        description="A version folder of the bundle (need not be the one CURRENT names).",
+    ),
+]
+
+
+class ReloadRequest(_Request):
+    """``POST /v1/admin/reload``: which bundle version(s) to load. Empty (or no body): read every
+    served bundle's CURRENT again. ``bundle`` alone: that bundle's CURRENT. ``bundle`` and
+    ``version``: that version."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{}, {"bundle": "coco-captions"}]})
+
+    bundle: BundleName | None = None
+    version: BundleVersion | None = None
+
+    @model_validator(mode="after")
+    def _version_needs_bundle(self) -> ReloadRequest:
+        if self.version is not None and self.bundle is None:
+            raise ValueError("'version' needs 'bundle'")
+        return self
+
+
+class ReloadedBundle(BaseModel):
+    """One served bundle after a reload."""
+
+    bundle: str
+    previous_version: str
+    version: str
+    changed: bool = Field(description="Whether another version serves now.")
+
+
+class ReloadResponse(BaseModel):
+    """What the reload did; a new store serves from now on when any bundle ``changed``."""
+
+    bundles: list[ReloadedBundle]
+    load_ms: float = Field(description="Time spent loading and verifying, in milliseconds.")

@@ -5,11 +5,17 @@ status -15 even after a clean drain; orchestrators and CI read that as a crash. 
 handles the signals itself: readiness turns 503 at once (so a load balancer stops sending),
 uvicorn stops accepting connections, lets in-flight requests finish for up to
 ``timeout_graceful_shutdown`` seconds, and ``run`` returns normally.
+
+With a ``shutdown_delay_s``, uvicorn's shutdown begins only that many seconds after the signal:
+meanwhile the service keeps accepting and answering requests while ``/readyz`` already says 503,
+so a load balancer that polls readiness stops routing to it before connections would be
+refused. A second signal skips the rest of the wait.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import signal
 import threading
 from collections.abc import Callable, Iterator
@@ -19,17 +25,41 @@ import uvicorn
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
+logger = logging.getLogger("crisscross.service")
+
 
 class DrainingServer(uvicorn.Server):
     """``uvicorn.Server`` that calls ``on_shutdown_signal`` first and does not re-raise."""
 
-    def __init__(self, config: uvicorn.Config, on_shutdown_signal: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        on_shutdown_signal: Callable[[], None],
+        *,
+        shutdown_delay_s: float = 0.0,
+    ) -> None:
         super().__init__(config)
         self._on_shutdown_signal = on_shutdown_signal
+        self._shutdown_delay_s = shutdown_delay_s
+        self._delayed: threading.Timer | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        """Mark the app as draining, then let uvicorn begin its graceful shutdown."""
+        """Mark the app as draining, then let uvicorn begin its graceful shutdown — at once, or
+        after ``shutdown_delay_s`` seconds (a second signal does not wait)."""
         self._on_shutdown_signal()
+        if self._shutdown_delay_s > 0 and self._delayed is None and not self.should_exit:
+            logger.info(
+                "shutdown signal: readiness is 503; serving %.1f s more before draining",
+                self._shutdown_delay_s,
+            )
+            self._delayed = threading.Timer(
+                self._shutdown_delay_s, super().handle_exit, args=(sig, frame)
+            )
+            self._delayed.daemon = True
+            self._delayed.start()
+            return
+        if self._delayed is not None:
+            self._delayed.cancel()
         super().handle_exit(sig, frame)
 
     @contextlib.contextmanager

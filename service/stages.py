@@ -1,9 +1,10 @@
 """The blocking stages of a request — decoding images, encoding, searching — run off the event
 loop, timed.
 
-Each stage runs in a worker thread (Pillow, onnxruntime and faiss release the GIL), adds its
-time to the request's context (for the ``x-timing-*`` headers, the access log and
-``timings_ms``) and to the stage histograms.
+Decoding and searching run in worker threads (Pillow and faiss release the GIL); encoding goes
+through the variant's :mod:`service.batcher`, which gathers concurrent requests into one encoder
+call on its own thread. Each stage adds its time to the request's context (for the
+``x-timing-*`` headers, the access log and ``timings_ms``) and to the stage histograms.
 """
 
 from __future__ import annotations
@@ -16,44 +17,52 @@ from PIL.Image import Image
 from starlette.concurrency import run_in_threadpool
 
 from encoders.image_decode import ImageLimits
+from service.batcher import EncodePool, EncodeResult
 from service.images import ImagePayload, ImageRefusedError, decode_payload, payload_bytes
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
-from service.store import LiveIndexStore, SearchHit, ServedCollection, ServedVariant
+from service.store import (
+    LiveIndexStore,
+    SearchHit,
+    ServedCollection,
+    ServedVariant,
+    checked_embeddings,
+)
+
+
+def _record_encode(context: RequestContext, result: EncodeResult) -> None:
+    context.add_queue_ms(result.queue_s * 1000.0)
+    context.add_encode_ms(result.encode_s * 1000.0)
 
 
 async def encode_texts(
     context: RequestContext,
-    metrics: ServiceMetrics,
+    pool: EncodePool,
     variant: ServedVariant,
     texts: Sequence[str],
 ) -> np.ndarray:
-    """Embed ``texts`` in one encoder call: float32 ``[len(texts), dim]``, L2-normalised."""
-    started = time.perf_counter()
-    try:
-        return await run_in_threadpool(LiveIndexStore.encode_texts, variant, texts)
-    finally:
-        elapsed_s = time.perf_counter() - started
-        context.add_encode_ms(elapsed_s * 1000.0)
-        metrics.encode_seconds.labels(variant.name, "text").observe(elapsed_s)
-        metrics.encode_batch_size.labels(variant.name, "text").observe(len(texts))
+    """Embed ``texts`` through the variant's text batcher (micro-batched with concurrent
+    requests): float32 ``[len(texts), dim]``, L2-normalised.
+
+    Raises ``ServiceError`` overloaded (503) when the queue is full or the request's deadline
+    passes while it waits, invalid_input (422) when a text's embedding is not finite.
+    """
+    result = await pool.texts(variant).submit(texts, context.deadline_s)
+    _record_encode(context, result)
+    return checked_embeddings(variant.name, "text", result.rows, len(texts), variant.dim)
 
 
 async def _encode_images(
     context: RequestContext,
-    metrics: ServiceMetrics,
+    pool: EncodePool,
     variant: ServedVariant,
     images: Sequence[Image],
 ) -> np.ndarray:
-    """Embed decoded ``images`` in one encoder call: float32 ``[len(images), dim]``."""
-    started = time.perf_counter()
-    try:
-        return await run_in_threadpool(LiveIndexStore.encode_images, variant, images)
-    finally:
-        elapsed_s = time.perf_counter() - started
-        context.add_encode_ms(elapsed_s * 1000.0)
-        metrics.encode_seconds.labels(variant.name, "image").observe(elapsed_s)
-        metrics.encode_batch_size.labels(variant.name, "image").observe(len(images))
+    """Embed decoded ``images`` through the variant's image batcher: float32
+    ``[len(images), dim]``."""
+    result = await pool.images(variant).submit(images, context.deadline_s)
+    _record_encode(context, result)
+    return checked_embeddings(variant.name, "image", result.rows, len(images), variant.dim)
 
 
 def _all_bytes(payloads: Sequence[ImagePayload]) -> list[bytes]:
@@ -63,6 +72,7 @@ def _all_bytes(payloads: Sequence[ImagePayload]) -> list[bytes]:
 async def embed_images(
     context: RequestContext,
     metrics: ServiceMetrics,
+    pool: EncodePool,
     variant: ServedVariant,
     payloads: Sequence[ImagePayload],
     limits: ImageLimits,
@@ -98,10 +108,10 @@ async def embed_images(
             group.append(image)
             group_pixels += image.width * image.height
             if group_pixels >= limits.max_pixels:
-                rows.append(await _encode_images(context, metrics, variant, group))
+                rows.append(await _encode_images(context, pool, variant, group))
                 group, group_pixels = [], 0
         if group:
-            rows.append(await _encode_images(context, metrics, variant, group))
+            rows.append(await _encode_images(context, pool, variant, group))
     except ImageRefusedError as error:
         metrics.images_refused.labels(error.reason).inc()
         raise

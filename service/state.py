@@ -6,11 +6,13 @@ metrics and store, so tests can run several apps side by side.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
 
+from service.batcher import BatchLimits, EncodePool
 from service.errors import ErrorCode, ServiceError, quoted
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext, choose_request_id, context_of
@@ -23,7 +25,9 @@ STATE_ATTRIBUTE = "crisscross"
 @dataclass
 class ServiceState:
     """What one app serves. ``store`` is None until the lifespan has loaded everything;
-    ``load_error`` then says why loading failed, if it did."""
+    ``load_error`` then says why loading failed, if it did. A reload replaces ``store`` with one
+    assignment. ``encode_pool`` holds the encoder batchers, ``reload_lock`` serialises reloads;
+    each lifespan gets fresh ones (:meth:`begin_lifespan`)."""
 
     settings: Settings
     metrics: ServiceMetrics
@@ -31,10 +35,30 @@ class ServiceState:
     store: LiveIndexStore | None = None
     load_error: str | None = None
     draining: bool = False
+    encode_pool: EncodePool = field(init=False)
+    reload_lock: asyncio.Lock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.begin_lifespan()
+
+    def begin_lifespan(self) -> None:
+        """Fresh batchers and a fresh reload lock for a lifespan that begins (an app may live
+        through several, as in tests; the previous lifespan closed its batchers)."""
+        settings = self.settings
+        limits = BatchLimits(
+            max_batch_size=settings.max_batch_size,
+            max_wait_s=settings.max_wait_s,
+            max_queue_depth=settings.max_queue_depth,
+            retry_after_s=settings.overload_retry_after_s,
+        )
+        self.encode_pool = EncodePool(limits, self.metrics)
+        self.reload_lock = asyncio.Lock()
 
     def start_draining(self) -> None:
-        """Called on SIGTERM/SIGINT: readiness answers 503 from now on, requests still run."""
+        """Called on SIGTERM/SIGINT: readiness answers 503 from now on (and the
+        ``crisscross_ready`` gauge reads 0), requests still run."""
         self.draining = True
+        self.metrics.ready.set(0)
 
     def not_ready_error(self) -> ServiceError:
         """The 503 not_ready answered while there is no store."""
@@ -49,6 +73,24 @@ class ServiceState:
             f"not ready: {reason}",
             retry_after_s=self.settings.not_ready_retry_after_s,
         )
+
+
+def publish_store(state: ServiceState, store: LiveIndexStore) -> None:
+    """Serve ``store`` from now on (one reference assignment) and publish what it serves in the
+    metrics. Requests that already hold the previous store finish on it."""
+    state.store = store
+    state.metrics.record_loaded(
+        bundles=sorted({(c.bundle, c.bundle_version, c.variant) for c in store.collections}),
+        collections=[
+            (c.variant, c.name, c.bundle, c.bundle_version, c.collection.count)
+            for c in store.collections
+        ],
+        variants=[
+            (v.name, tower, v.precision, providers, v.fingerprint)
+            for v in store.variants
+            for tower, providers in v.providers_by_tower.items()
+        ],
+    )
 
 
 def service_state(request: Request) -> ServiceState:

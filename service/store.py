@@ -1,7 +1,8 @@
 """The live index store: loaded bundles and encoders, and the operations routes need from them.
 
-One store is immutable once built: a reload (later issue) builds a new store and swaps the
-reference on the app state, so a request that already holds a store finishes on it.
+One store is immutable once built: a reload (:func:`reload_bundles`) builds a new store beside it
+and the app swaps one reference, so a request that already holds a store finishes on it and each
+answer comes wholly from one bundle version.
 
 Search follows the tie rule of docs/contracts.md: score descending, then row ascending. faiss
 orders equal scores arbitrarily and may cut a run of equal scores at ``k``, so the store fetches
@@ -25,6 +26,8 @@ import numpy as np
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from encoders.variant import Tower
 from index_builder.bundle import (
+    CURRENT_FILE,
+    MANIFEST_FILE,
     BundleError,
     LoadedBundle,
     LoadedCollection,
@@ -205,6 +208,23 @@ class LiveIndexStore:
         """Served collections, sorted by (variant, collection)."""
         return [self._collections[key] for key in sorted(self._collections)]
 
+    @property
+    def bundle_versions(self) -> dict[str, str]:
+        """Served bundle name → the version being served, sorted by name."""
+        versions = {served.bundle: served.bundle_version for served in self._collections.values()}
+        return dict(sorted(versions.items()))
+
+    def with_collections(self, collections: Iterable[ServedCollection]) -> LiveIndexStore:
+        """A new store with the same variants serving ``collections`` (this one is unchanged).
+
+        Raises :class:`StoreLoadError` as the constructor does.
+        """
+        return LiveIndexStore(self._variants, collections)
+
+    def variant_named(self, name: str) -> ServedVariant | None:
+        """The loaded variant called ``name``, or None."""
+        return self._variants.get(name)
+
     def resolve_variant(self, name: str | None) -> ServedVariant:
         """The variant a request names, or the default one when it names none.
 
@@ -283,7 +303,9 @@ class LiveIndexStore:
             raise ServiceError(
                 ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no text tower"
             )
-        return _checked(variant.name, "text", encoder.encode_texts(texts), len(texts), encoder.dim)
+        return checked_embeddings(
+            variant.name, "text", encoder.encode_texts(texts), len(texts), encoder.dim
+        )
 
     @staticmethod
     def encode_images(variant: ServedVariant, images: Sequence[Image]) -> np.ndarray:
@@ -299,7 +321,7 @@ class LiveIndexStore:
             raise ServiceError(
                 ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no image tower"
             )
-        return _checked(
+        return checked_embeddings(
             variant.name, "image", encoder.encode_images(images), len(images), encoder.dim
         )
 
@@ -367,9 +389,12 @@ class LiveIndexStore:
         ]
 
 
-def _checked(variant: str, kind: str, output: np.ndarray, count: int, dim: int) -> np.ndarray:
+def checked_embeddings(
+    variant: str, kind: str, output: np.ndarray, count: int, dim: int
+) -> np.ndarray:
     """An encoder's output as float32 ``[count, dim]``; RuntimeError on a wrong shape (a bug),
-    ServiceError invalid_input naming the first input whose row is not finite."""
+    ServiceError invalid_input naming the first input (``text #i``, ``image #i``) whose row is
+    not finite."""
     vectors = np.ascontiguousarray(output, dtype=np.float32)
     if vectors.shape != (count, dim):
         raise RuntimeError(
@@ -384,6 +409,32 @@ def _checked(variant: str, kind: str, output: np.ndarray, count: int, dim: int) 
             f"{kind} #{bad} cannot be embedded: variant {variant!r} gives no finite vector",
         )
     return vectors
+
+
+def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np.ndarray:
+    """A client's own embedding as a float32 ``[dim]`` unit vector.
+
+    Raises ``ServiceError`` invalid_input when it has not exactly ``dim`` numbers, holds NaN or
+    an infinity, or has zero norm (nothing to compare by angle). The norm is taken after
+    scaling by the largest magnitude, so huge (1e300) or tiny (1e-320) values neither overflow
+    nor underflow.
+    """
+    if len(values) != dim:
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT,
+            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}",
+        )
+    vector = np.asarray(values, dtype=np.float64)
+    if not np.isfinite(vector).all():
+        raise ServiceError(ErrorCode.INVALID_INPUT, f"{where}: every number must be finite")
+    scale = float(np.abs(vector).max(initial=0.0))
+    if scale == 0.0:
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT, f"{where}: the vector has zero norm; it has no direction"
+        )
+    scaled = vector / scale
+    unit: np.ndarray = (scaled / np.linalg.norm(scaled)).astype(np.float32)
+    return unit
 
 
 # -- loading --------------------------------------------------------------------------------------
@@ -510,7 +561,133 @@ def load_store(settings: Settings, encoder_factory: EncoderFactory) -> LiveIndex
     return store
 
 
+# -- reloading ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BundleChange:
+    """What a reload did to one served bundle: the version before and after."""
+
+    bundle: str
+    previous_version: str
+    version: str
+
+    @property
+    def changed(self) -> bool:
+        """Whether another version serves now."""
+        return self.version != self.previous_version
+
+
+def _rejected(bundle: str, version: str, reason: str) -> ServiceError:
+    return ServiceError(
+        ErrorCode.BUNDLE_REJECTED,
+        f"bundle {bundle}@{version} refused, the served version keeps serving: {reason}",
+    )
+
+
+def _reload_target(settings: Settings, bundle: str, version: str | None) -> Path:
+    """The version folder a reload of ``bundle`` loads: ``version``, or what CURRENT names."""
+    bundle_dir = settings.bundles_root / bundle
+    if version is not None:
+        version_dir = bundle_dir / version
+        if not (version_dir / MANIFEST_FILE).is_file():
+            raise ServiceError(
+                ErrorCode.NOT_FOUND,
+                f"bundle {bundle!r} has no version {quoted(version)} under the bundles root",
+            )
+        return version_dir
+    try:
+        return resolve_current(bundle_dir)
+    except BundleError as error:
+        raise _rejected(bundle, CURRENT_FILE, str(error)) from error
+
+
+def _load_replacement(
+    store: LiveIndexStore, settings: Settings, bundle_name: str, version_dir: Path
+) -> LoadedBundle:
+    """Load and check one new bundle version against the store's loaded encoders."""
+    version = version_dir.name
+    try:
+        bundle = load_bundle(version_dir, verify=settings.verify_bundle_hashes)
+    except BundleError as error:
+        raise _rejected(bundle_name, version, str(error)) from error
+    if bundle.name != bundle_name:
+        raise _rejected(bundle_name, version, f"its manifest names bundle {bundle.name!r}")
+    variant = store.variant_named(bundle.variant_name)
+    if variant is None:
+        raise _rejected(
+            bundle_name,
+            version,
+            f"it was embedded with variant {bundle.variant_name!r}, which this server has not "
+            "loaded; restart the service to serve a new variant",
+        )
+    try:
+        _check_encoders_fit(variant.name, variant.encoders, [(bundle_name, bundle)])
+    except StoreLoadError as error:
+        raise _rejected(bundle_name, version, str(error)) from error
+    return bundle
+
+
+def reload_bundles(
+    store: LiveIndexStore,
+    settings: Settings,
+    *,
+    bundle: str | None = None,
+    version: str | None = None,
+) -> tuple[LiveIndexStore, list[BundleChange]]:
+    """A store serving new bundle versions, and what changed; ``store`` itself is untouched.
+
+    Without ``bundle`` every served bundle's ``CURRENT`` is read again; with it only that one's,
+    or its ``version`` when given (which need not be CURRENT). Versions already served are not
+    reloaded; when nothing changes ``store`` itself is returned. Each new version is verified
+    (hashes, unless ``verify_bundle_hashes`` is off), must name its bundle, and must have been
+    embedded by an encoder this store has loaded (same fingerprint and dimension).
+
+    All or nothing: raises ``ServiceError`` not_found (unknown bundle or version) or
+    bundle_rejected (a corrupt, mismatched or unloadable version) and loads nothing then.
+    Blocking (reads and hashes files); call it off the event loop.
+    """
+    served = store.bundle_versions
+    if bundle is not None and bundle not in served:
+        raise ServiceError(
+            ErrorCode.NOT_FOUND,
+            f"bundle {quoted(bundle)} is not served; served: {', '.join(served)}",
+        )
+    names = [bundle] if bundle is not None else list(served)
+    targets = {name: _reload_target(settings, name, version) for name in names}
+    changes = [BundleChange(name, served[name], path.name) for name, path in targets.items()]
+    loaded = {
+        change.bundle: _load_replacement(store, settings, change.bundle, targets[change.bundle])
+        for change in changes
+        if change.changed
+    }
+    if not loaded:
+        return store, changes
+    fresh = [
+        ServedCollection(
+            variant=new.variant_name,
+            bundle=name,
+            bundle_version=new.version,
+            collection=collection,
+        )
+        for name, new in loaded.items()
+        for collection in new.collections.values()
+    ]
+    try:
+        for one in fresh:
+            _apply_search_params(one)
+        kept = [served for served in store.collections if served.bundle not in loaded]
+        reloaded = store.with_collections(kept + fresh)
+    except StoreLoadError as error:
+        first = next(iter(loaded.values()))
+        raise _rejected(first.name, first.version, str(error)) from error
+    for name, new in loaded.items():
+        logger.info("reloaded bundle %s: %s -> %s", name, served[name], new.version)
+    return reloaded, changes
+
+
 __all__ = [
+    "BundleChange",
     "BundleError",
     "EncoderFactory",
     "LiveIndexStore",
@@ -520,4 +697,6 @@ __all__ = [
     "StoreLoadError",
     "VariantEncoders",
     "load_store",
+    "normalised_query_vector",
+    "reload_bundles",
 ]

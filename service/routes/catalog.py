@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from service.routes import error_responses
+from service.routes import AUTH_ERRORS, error_responses
 from service.schemas import (
     CollectionInfo,
     CollectionsResponse,
@@ -22,7 +22,7 @@ router = APIRouter(tags=["catalog"])
 @router.get(
     "/v1/items/{collection}/{id:path}",
     response_model=ItemResponse,
-    responses=error_responses(404, 422, 503),
+    responses=error_responses(*AUTH_ERRORS, 404, 422, 503),
     summary="Metadata of a stored item",
 )
 async def item(
@@ -42,7 +42,7 @@ async def item(
 @router.get(
     "/v1/variants",
     response_model=VariantsResponse,
-    responses=error_responses(503),
+    responses=error_responses(*AUTH_ERRORS, 503),
     summary="Loaded encoder variants",
 )
 async def variants(store: StoreDep) -> VariantsResponse:
@@ -70,7 +70,7 @@ async def variants(store: StoreDep) -> VariantsResponse:
 @router.get(
     "/v1/collections",
     response_model=CollectionsResponse,
-    responses=error_responses(503),
+    responses=error_responses(*AUTH_ERRORS, 503),
     summary="Served collections",
 )
 async def collections(store: StoreDep) -> CollectionsResponse:

@@ -30,11 +30,12 @@ async def embed(
     if body.images is not None:
         store.require_tower(variant, "image", "images")
         payloads = [ImagePayload(f"images.{n}", image) for n, image in enumerate(body.images)]
+        limits = image_limits(state.settings)
         vectors = await stages.embed_images(
-            context, state.metrics, variant, payloads, image_limits(state.settings)
+            context, state.metrics, state.encode_pool, variant, payloads, limits
         )
     else:
         assert body.texts is not None  # EmbedRequest holds exactly one of the two
         store.require_tower(variant, "text", "texts")
-        vectors = await stages.encode_texts(context, state.metrics, variant, list(body.texts))
+        vectors = await stages.encode_texts(context, state.encode_pool, variant, list(body.texts))
     return EmbedResponse(embeddings=vectors.tolist(), dim=variant.dim, variant=variant.name)

@@ -13,7 +13,7 @@ from service.images import ImagePayload, image_limits
 from service.routes import JSON_BODY_ERRORS
 from service.schemas import QueryInput, ScoreRequest, ScoreResponse, Timings
 from service.state import ContextDep, StateDep, StoreDep, require_json
-from service.store import LiveIndexStore, ServedVariant
+from service.store import LiveIndexStore, ServedVariant, normalised_query_vector
 
 router = APIRouter(tags=["score"])
 
@@ -40,7 +40,9 @@ async def score(
     """One score per pair, in order: the inner product of the two L2-normalised embeddings.
 
     Every distinct text of the request is embedded in a single encoder call, every distinct
-    image (same base64) decoded and embedded once; items use the bundle's stored vectors. A
+    image (same base64) decoded and embedded once; items use the bundle's stored vectors and
+    vector sides the client's own embedding, normalised (422 for a wrong dimension, a
+    non-finite number or zero norm). A
     side whose tower the variant lacks (422) and unknown items (404) are refused before anything
     is decoded or encoded; images are decoded and embedded before any text is encoded.
     """
@@ -48,7 +50,7 @@ async def score(
     variant = store.resolve_variant(body.variant)
     sides = body.sides()
     for where, side in sides:
-        if side.kind != "item":
+        if side.kind in ("text", "image"):
             store.require_tower(variant, side.kind, f"{where}.{side.kind}")
 
     lookup_started = time.perf_counter()
@@ -58,6 +60,13 @@ async def score(
         for index, (_, side) in enumerate(sides)
         if side.item is not None
     }
+    stored.update(
+        {
+            index: normalised_query_vector(side.vector, variant.dim, f"{where}.vector")
+            for index, (where, side) in enumerate(sides)
+            if side.vector is not None
+        }
+    )
     context.add_search_ms((time.perf_counter() - lookup_started) * 1000.0)
 
     # Each distinct image is decoded and embedded once (the first side holding it names it in
@@ -71,6 +80,7 @@ async def score(
         await stages.embed_images(
             context,
             state.metrics,
+            state.encode_pool,
             variant,
             [ImagePayload(where, image) for image, where in first_where.items()],
             image_limits(state.settings),
@@ -81,7 +91,7 @@ async def score(
     unique_texts = list(dict.fromkeys(side.text for _, side in sides if side.text is not None))
     text_slot = {text: slot for slot, text in enumerate(unique_texts)}
     text_vectors = (
-        await stages.encode_texts(context, state.metrics, variant, unique_texts)
+        await stages.encode_texts(context, state.encode_pool, variant, unique_texts)
         if unique_texts
         else np.empty((0, variant.dim), dtype=np.float32)
     )
@@ -105,6 +115,7 @@ async def score(
         bundle_version=",".join(sorted(versions)) if versions else None,
         timings_ms=Timings(
             decode=context.decode_ms or 0.0,
+            queue=context.queue_ms or 0.0,
             encode=context.encode_ms or 0.0,
             search=context.search_ms or 0.0,
             total=context.elapsed_ms(),

@@ -20,7 +20,7 @@ from service.images import (
     refuse_oversized_file,
 )
 from service.request_context import RequestContext
-from service.routes import JSON_BODY_ERRORS, error_responses
+from service.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses
 from service.schemas import (
     QueryInput,
     SearchOptions,
@@ -39,7 +39,12 @@ from service.state import (
     require_json,
     require_multipart,
 )
-from service.store import LiveIndexStore, ServedCollection, ServedVariant
+from service.store import (
+    LiveIndexStore,
+    ServedCollection,
+    ServedVariant,
+    normalised_query_vector,
+)
 
 router = APIRouter(tags=["search"])
 
@@ -59,19 +64,25 @@ async def query_vector(
     query: QueryInput,
     where: str = "query",
 ) -> np.ndarray:
-    """The float32 ``[dim]`` vector of one query side: the text's or the image's embedding, or
-    the item's stored vector (unknown collection or item raise not_found before anything is
-    encoded). The caller has checked that ``variant`` has the tower the side needs."""
+    """The float32 ``[dim]`` vector of one query side: the text's or the image's embedding, the
+    item's stored vector (unknown collection or item raise not_found before anything is
+    encoded), or the client's own vector, normalised (422 for a wrong dimension, a non-finite
+    number or zero norm). The caller has checked that ``variant`` has the tower the side
+    needs."""
     if query.item is not None:
         served = store.collection(variant, query.item.collection)
         return store.stored_vector(served, store.row_of(served, query.item.id))
+    if query.vector is not None:
+        return normalised_query_vector(query.vector, variant.dim, f"{where}.vector")
     if query.image is not None:
         payload = ImagePayload(f"{where}.image", query.image)
         limits = image_limits(state.settings)
-        vectors = await stages.embed_images(context, state.metrics, variant, [payload], limits)
+        vectors = await stages.embed_images(
+            context, state.metrics, state.encode_pool, variant, [payload], limits
+        )
     else:
-        assert query.text is not None  # QueryInput holds exactly one of the three
-        vectors = await stages.encode_texts(context, state.metrics, variant, [query.text])
+        assert query.text is not None  # QueryInput holds exactly one of the four
+        vectors = await stages.encode_texts(context, state.encode_pool, variant, [query.text])
     first: np.ndarray = vectors[0]
     return first
 
@@ -80,7 +91,8 @@ def _target(
     store: LiveIndexStore, options: SearchOptions, tower: Tower | None, where: str
 ) -> tuple[ServedVariant, ServedCollection]:
     """The variant and collection a search names; not_found for unknown ones, invalid_input
-    when the variant lacks the ``tower`` ("text", "image"; None for an item) the query needs."""
+    when the variant lacks the ``tower`` ("text", "image"; None for an item or a vector) the
+    query needs."""
     variant = store.resolve_variant(options.variant)
     served = store.collection(variant, options.collection)
     if tower is not None:
@@ -115,6 +127,7 @@ async def _answer(
         bundle_version=served.bundle_version,
         timings_ms=Timings(
             decode=context.decode_ms or 0.0,
+            queue=context.queue_ms or 0.0,
             encode=context.encode_ms or 0.0,
             search=context.search_ms or 0.0,
             total=context.elapsed_ms(),
@@ -135,13 +148,15 @@ async def search(
     """Top-``k`` items by cosine similarity, ordered by score descending then bundle row
     ascending. ``k`` above the collection's size (after ``exclude``) returns every row.
 
-    Any query kind searches either collection (text→images, image→captions, item→item...).
+    Any query kind searches either collection (text→images, image→captions, item→item...); a
+    ``vector`` query searches with the client's own embedding (the variant's dimension,
+    finite, non-zero; normalised here).
     Limits are checked before anything is decoded or encoded: a base64 image over
     ``max_image_bytes`` is 413, an image query on a variant without an image tower 422. Images
     larger than the JSON body limit allows go to ``POST /v1/search/upload``."""
     body.check_limits(state.settings)
     kind = body.query.kind
-    tower: Tower | None = None if kind == "item" else kind
+    tower: Tower | None = kind if kind in ("text", "image") else None
     variant, served = _target(store, body, tower, f"query.{kind}")
     vector = await query_vector(state, store, context, variant, body.query)
     return await _answer(state, context, variant, served, body, vector)
@@ -212,7 +227,7 @@ _UPLOAD_REQUEST_BODY: dict[str, Any] = {
 @router.post(
     UPLOAD_ROUTE,
     response_model=SearchResponse,
-    responses=error_responses(404, 413, 415, 422, 503),
+    responses=error_responses(*AUTH_ERRORS, 404, 413, 415, 422, 503),
     openapi_extra={"requestBody": _UPLOAD_REQUEST_BODY},
     summary="Search a collection with an uploaded image file",
 )
@@ -245,6 +260,6 @@ async def search_upload(
         data = await upload.read()
     payload = ImagePayload(UPLOAD_FILE_FIELD, data)
     vectors = await stages.embed_images(
-        context, state.metrics, variant, [payload], image_limits(settings)
+        context, state.metrics, state.encode_pool, variant, [payload], image_limits(settings)
     )
     return await _answer(state, context, variant, served, options, vectors[0])

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +68,14 @@ def served_roots(
     return variants_root, bundles_root
 
 
-def start_service(variants_root: Path, bundles_root: Path, log_path: Path) -> LiveService:
+def start_service(
+    variants_root: Path,
+    bundles_root: Path,
+    log_path: Path,
+    extra_env: Mapping[str, str] | None = None,
+) -> LiveService:
+    """Start ``python -m service serve`` on a free loopback port and wait until it is ready;
+    ``extra_env`` adds or overrides ``CRISSCROSS_*`` settings."""
     port = free_port()
     env = {
         **os.environ,
@@ -75,6 +83,7 @@ def start_service(variants_root: Path, bundles_root: Path, log_path: Path) -> Li
         "CRISSCROSS_BUNDLES_ROOT": str(bundles_root),
         "CRISSCROSS_PROVIDERS": "cpu",
         "CRISSCROSS_GRACEFUL_SHUTDOWN_S": "10",
+        **(extra_env or {}),
     }
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -120,3 +129,13 @@ def live_service(
     service = start_service(variants_root, bundles_root, log_path)
     yield service
     assert stop_service(service) == 0, service.log()
+
+
+@pytest.fixture
+def private_roots(served_roots: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
+    """(variants_root, bundles_root) with this test's own copy of the served bundles: a test
+    that writes versions, moves CURRENT or corrupts files disturbs no other test's service."""
+    variants_root, bundles_root = served_roots
+    copy = tmp_path / "bundles"
+    shutil.copytree(bundles_root, copy)
+    return variants_root, copy

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,13 @@ def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
 
     class RecordingServer:
-        def __init__(self, config: uvicorn.Config, on_shutdown_signal: Callable[[], None]) -> None:
+        def __init__(
+            self,
+            config: uvicorn.Config,
+            on_shutdown_signal: Callable[[], None],
+            *,
+            shutdown_delay_s: float = 0.0,
+        ) -> None:
             calls.append(
                 {
                     "app": config.app,
@@ -30,6 +37,7 @@ def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                     "access_log": config.access_log,
                     "timeout_graceful_shutdown": config.timeout_graceful_shutdown,
                     "on_shutdown_signal": on_shutdown_signal,
+                    "shutdown_delay_s": shutdown_delay_s,
                 }
             )
 
@@ -123,3 +131,61 @@ def test_a_shutdown_signal_turns_readiness_off_first(
     call["on_shutdown_signal"]()
     assert state.draining is True
     assert state.not_ready_error().retry_after_s is not None
+
+
+def test_serve_sets_faiss_threads_and_the_shutdown_delay(
+    roots: tuple[Path, Path],
+    uvicorn_calls: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    threads: list[int] = []
+    monkeypatch.setattr(cli.faiss, "omp_set_num_threads", threads.append)
+    monkeypatch.setenv("CRISSCROSS_SHUTDOWN_DELAY_S", "2.5")
+    bundles_root, variants_root = roots
+    argv = ["serve", "--bundles-root", str(bundles_root), "--variants-root", str(variants_root)]
+    assert cli.main(argv) == 0
+    assert threads == [1]
+    assert uvicorn_calls[0]["shutdown_delay_s"] == 2.5
+
+
+def test_a_refused_key_exits_2_without_printing_it(
+    roots: tuple[Path, Path],
+    uvicorn_calls: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_READ_KEYS", "tiny-secret")
+    bundles_root, variants_root = roots
+    argv = ["serve", "--bundles-root", str(bundles_root), "--variants-root", str(variants_root)]
+    assert cli.main(argv) == cli.EXIT_BAD_SETTINGS
+    err = capsys.readouterr().err
+    assert "shorter than 16" in err
+    assert "tiny-secret" not in err
+    assert uvicorn_calls == []
+
+
+def test_a_public_host_without_keys_exits_2(
+    roots: tuple[Path, Path],
+    uvicorn_calls: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bundles_root, variants_root = roots
+    argv = ["serve", "--host", "0.0.0.0", "--bundles-root", str(bundles_root)]
+    argv += ["--variants-root", str(variants_root)]
+    assert cli.main(argv) == cli.EXIT_BAD_SETTINGS
+    assert "CRISSCROSS_READ_KEYS" in capsys.readouterr().err
+    assert uvicorn_calls == []
+
+
+def test_openapi_prints_the_document(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The document does not depend on the environment (not even on unsafe settings there).
+    monkeypatch.setenv("CRISSCROSS_HOST", "0.0.0.0")
+    assert cli.main(["openapi"]) == 0
+    printed = capsys.readouterr().out
+    assert json.loads(printed)["paths"]["/v1/admin/reload"]
+    assert printed == cli.openapi_document()
+    out = tmp_path / "openapi.json"
+    assert cli.main(["openapi", "--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == printed

@@ -26,6 +26,12 @@ def search_body(**changes: Any) -> dict[str, Any]:
 _DROP = object()
 
 
+def vector_body(first: str) -> str:
+    """A /v1/search body whose 64-number query vector starts with the raw JSON ``first``."""
+    numbers = ", ".join([first] + ["0.5"] * 63)
+    return f'{{"query": {{"vector": [{numbers}]}}, "collection": "captions", "k": 5}}'
+
+
 @dataclass(frozen=True)
 class BadRequest:
     code: ErrorCode
@@ -257,6 +263,101 @@ BAD_REQUESTS = {
         ErrorCode.NOT_FOUND, path=f"/v1/items/captions/{caption_id(0)}?variant=x", method="GET"
     ),
     "healthz with POST": BadRequest(ErrorCode.METHOD_NOT_ALLOWED, path="/healthz"),
+    "k with 5000 digits": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        raw_body=raw('{"query": {"text": "dog"}, "collection": "captions", "k": ' + "9" * 5000)
+        + b"}",
+    ),
+    "vector: NaN": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        raw_body=raw(vector_body("NaN")),
+        message_part="query.vector.0: Input should be a finite number",
+    ),
+    "vector: Infinity": BadRequest(
+        ErrorCode.INVALID_INPUT, raw_body=raw(vector_body("Infinity")), message_part="finite"
+    ),
+    "vector: -Infinity": BadRequest(
+        ErrorCode.INVALID_INPUT, raw_body=raw(vector_body("-Infinity")), message_part="finite"
+    ),
+    "vector: 1e400 overflows to infinity": BadRequest(
+        ErrorCode.INVALID_INPUT, raw_body=raw(vector_body("1e400")), message_part="finite"
+    ),
+    "vector: wrong dimension": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        json_body=search_body(query={"vector": [0.5] * 63}),
+        message_part="query.vector: 63 numbers, but the variant's embeddings have dimension 64",
+    ),
+    "vector: far too long": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        json_body=search_body(query={"vector": [0.5] * 50_000}),
+        message_part="dimension 64",
+    ),
+    "vector: zero norm": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        json_body=search_body(query={"vector": [0.0] * 64}),
+        message_part="zero norm",
+    ),
+    "vector: negative zeros": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        json_body=search_body(query={"vector": [-0.0] * 64}),
+        message_part="zero norm",
+    ),
+    "vector: empty": BadRequest(
+        ErrorCode.INVALID_INPUT, json_body=search_body(query={"vector": []})
+    ),
+    "vector: strings": BadRequest(
+        ErrorCode.INVALID_INPUT, json_body=search_body(query={"vector": ["0.5"] * 64})
+    ),
+    "vector: booleans": BadRequest(
+        ErrorCode.INVALID_INPUT, json_body=search_body(query={"vector": [True] * 64})
+    ),
+    "vector: nulls": BadRequest(
+        ErrorCode.INVALID_INPUT, json_body=search_body(query={"vector": [None] * 64})
+    ),
+    "vector: nested": BadRequest(
+        ErrorCode.INVALID_INPUT, json_body=search_body(query={"vector": [[0.5] * 64]})
+    ),
+    "vector: an object": BadRequest(
+        ErrorCode.INVALID_INPUT, json_body=search_body(query={"vector": {"0": 0.5}})
+    ),
+    "vector and text": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        json_body=search_body(query={"vector": [0.5] * 64, "text": "dog"}),
+        message_part="exactly one",
+    ),
+    "vector on an unknown variant": BadRequest(
+        ErrorCode.NOT_FOUND,
+        json_body=search_body(query={"vector": [0.5] * 64}, variant="nope"),
+    ),
+    "score: NaN vector side": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        path="/v1/score",
+        raw_body=raw(
+            '{"pairs": [{"left": {"text": "a"}, "right": {"vector": [NaN' + ", 0.5" * 63 + "]}}]}"
+        ),
+        message_part="pairs.0.right.vector.0",
+    ),
+    "score: short vector side": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        path="/v1/score",
+        json_body={"pairs": [{"left": {"vector": [1.0]}, "right": {"text": "b"}}]},
+        message_part="pairs.0.left.vector: 1 numbers",
+    ),
+    "score: zero vector side": BadRequest(
+        ErrorCode.INVALID_INPUT,
+        path="/v1/score",
+        json_body={"pairs": [{"left": {"vector": [0.0] * 64}, "right": {"text": "b"}}]},
+        message_part="zero norm",
+    ),
+    "embed: NaN in texts": BadRequest(
+        ErrorCode.INVALID_INPUT, path="/v1/embed", raw_body=b'{"texts": [NaN]}'
+    ),
+    "items: POST": BadRequest(
+        ErrorCode.METHOD_NOT_ALLOWED, path=f"/v1/items/captions/{caption_id(0)}"
+    ),
+    "reload: no admin keys configured": BadRequest(
+        ErrorCode.FORBIDDEN, path="/v1/admin/reload", json_body={}
+    ),
 }
 
 

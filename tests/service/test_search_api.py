@@ -34,7 +34,7 @@ def test_text_search_ranks_the_matching_caption_first(client: TestClient) -> Non
     assert payload["variant"] == FAKE_VARIANT
     assert payload["bundle"] == "coco-captions"
     assert payload["bundle_version"] == "20260101T000000Z"
-    assert set(payload["timings_ms"]) == {"decode", "encode", "search", "total"}
+    assert set(payload["timings_ms"]) == {"decode", "queue", "encode", "search", "total"}
     assert payload["timings_ms"]["decode"] == 0.0
     first = payload["results"][0]
     assert first["id"] == caption_id(0)

@@ -117,6 +117,27 @@ def test_unrelated_crisscross_variables_are_ignored(monkeypatch: pytest.MonkeyPa
         pytest.param({"bundles": ["a", "a"]}, id="repeated bundle name"),
         pytest.param({"max_k": "many"}, id="max_k not a number"),
         pytest.param({"no_such_setting": 1}, id="unknown setting"),
+        pytest.param({"max_batch_size": 0}, id="max_batch_size=0"),
+        pytest.param({"max_wait_ms": -1}, id="max_wait_ms<0"),
+        pytest.param({"max_wait_ms": 5000}, id="max_wait_ms>1s"),
+        pytest.param({"max_queue_depth": 0}, id="max_queue_depth=0"),
+        pytest.param({"request_timeout_ms": 0}, id="request_timeout_ms=0"),
+        pytest.param({"overload_retry_after_s": 0}, id="overload_retry_after_s=0"),
+        pytest.param({"faiss_threads": -1}, id="faiss_threads<0"),
+        pytest.param({"shutdown_delay_s": -1}, id="shutdown_delay_s<0"),
+        pytest.param({"host": "0.0.0.0"}, id="public host without read keys"),
+        pytest.param({"host": "::"}, id="public IPv6 host without read keys"),
+        pytest.param({"host": "api.example.com"}, id="public name without read keys"),
+        pytest.param({"admin_reload": True}, id="reload without admin keys"),
+        pytest.param(
+            {"cors_origins": ["*"], "cors_allow_credentials": True}, id="CORS * with credentials"
+        ),
+        pytest.param({"cors_origins": ["https://a.example/path"]}, id="CORS origin with a path"),
+        pytest.param({"cors_origins": ["a.example"]}, id="CORS origin without a scheme"),
+        pytest.param({"read_keys": ["short"]}, id="short read key"),
+        pytest.param({"admin_keys": ["x" * 15]}, id="admin key of 15 characters"),
+        pytest.param({"read_keys": ["has space in it 0123"]}, id="key with a space"),
+        pytest.param({"read_keys": ["ünïcödé-key-0123456789"]}, id="non-ASCII key"),
     ],
 )
 def test_bad_settings_are_refused(overrides: dict[str, Any]) -> None:
@@ -162,3 +183,83 @@ def test_all_bundles_with_current_are_served_by_default(tmp_path: Path) -> None:
     assert [
         p.name for p in settings.model_copy(update={"bundles": ["b-second"]}).bundle_dirs()
     ] == ["b-second"]
+
+
+GOOD_KEY = "k" * 16
+
+
+def test_serving_settings_have_safe_defaults() -> None:
+    settings = Settings()
+    assert settings.max_batch_size == 32
+    assert settings.max_wait_ms == 0.0
+    assert settings.intra_op_threads == 1
+    assert settings.max_queue_depth == 64
+    assert settings.request_timeout_ms == 10_000
+    assert settings.overload_retry_after_s == 1
+    assert settings.faiss_threads == 1
+    assert settings.shutdown_delay_s == 0.0
+    assert settings.read_keys == []
+    assert settings.admin_keys == []
+    assert settings.admin_reload is False
+    assert settings.allow_unauthenticated_public is False
+    assert settings.cors_origins == []
+    assert settings.cors_allow_credentials is False
+    assert settings.model_copy(update={"max_wait_ms": 2.5}).max_wait_s == pytest.approx(0.0025)
+    assert settings.request_timeout_s == 10.0
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({"host": "localhost"}, id="localhost"),
+        pytest.param({"host": "127.0.0.2"}, id="127/8"),
+        pytest.param({"host": "::1"}, id="IPv6 loopback"),
+        pytest.param({"host": "0.0.0.0", "read_keys": [GOOD_KEY]}, id="public with keys"),
+        pytest.param(
+            {"host": "0.0.0.0", "allow_unauthenticated_public": True}, id="public when told so"
+        ),
+        pytest.param({"admin_reload": True, "admin_keys": [GOOD_KEY]}, id="reload with keys"),
+        pytest.param({"cors_origins": ["*"]}, id="CORS * without credentials"),
+        pytest.param(
+            {"cors_origins": ["https://a.example:8443"], "cors_allow_credentials": True},
+            id="CORS credentials for a listed origin",
+        ),
+    ],
+)
+def test_safe_combinations_are_accepted(overrides: dict[str, Any]) -> None:
+    Settings(**overrides)
+
+
+def test_keys_and_origins_come_comma_separated_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_READ_KEYS", f" {GOOD_KEY}a, {GOOD_KEY}b ,")
+    monkeypatch.setenv("CRISSCROSS_ADMIN_KEYS", f"{GOOD_KEY}c")
+    monkeypatch.setenv("CRISSCROSS_CORS_ORIGINS", "https://a.example,http://localhost:3000")
+    monkeypatch.setenv("CRISSCROSS_HOST", "0.0.0.0")
+    settings = Settings()
+    assert [key.get_secret_value() for key in settings.read_keys] == [
+        f"{GOOD_KEY}a",
+        f"{GOOD_KEY}b",
+    ]
+    assert [key.get_secret_value() for key in settings.admin_keys] == [f"{GOOD_KEY}c"]
+    assert settings.cors_origins == ["https://a.example", "http://localhost:3000"]
+
+
+def test_a_refused_key_is_never_quoted_in_the_error() -> None:
+    secret = "tooshort-secret"
+    with pytest.raises(ValidationError) as refused:
+        Settings(read_keys=["long-enough-secret-0001", secret])
+    text = str(refused.value)
+    assert "key #1 is shorter than 16" in text
+    assert secret not in text
+    assert "long-enough-secret-0001" not in text
+
+
+def test_unsafe_combinations_say_how_to_fix_them() -> None:
+    with pytest.raises(ValidationError, match="CRISSCROSS_READ_KEYS"):
+        Settings(host="0.0.0.0")
+    with pytest.raises(ValidationError, match="CRISSCROSS_ADMIN_KEYS"):
+        Settings(admin_reload=True)
+    with pytest.raises(ValidationError, match="list the origins"):
+        Settings(cors_origins=["*"], cors_allow_credentials=True)

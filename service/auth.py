@@ -1,0 +1,198 @@
+"""API keys: who may call which route.
+
+Keys come from the settings (``read_keys``, ``admin_keys``) and arrive as
+``Authorization: Bearer <key>`` or ``x-api-key: <key>``. Every route needs a key except the open
+ones (probes, metrics, the API docs): deny by default, so a route added later is protected
+without anyone remembering to. With no read keys configured the read routes are open (the
+settings allow that only on a loopback host, or when told so explicitly); admin routes
+(``/v1/admin/...``) always need an admin key.
+
+A key is compared as its SHA-256 digest against every configured key's digest with
+``hmac.compare_digest``, all of them, whatever matched: neither timing nor length tells a client
+how close it came. Keys are never logged, never echoed, never put in metrics.
+
+The check is pure ASGI middleware, so it runs before the body is read: an unauthenticated client
+cannot make the service parse (or buffer) anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import SecretStr
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from service.errors import ErrorCode, error_response
+from service.metrics import ServiceMetrics
+from service.request_context import request_id_of
+
+Role = Literal["read", "admin"]
+
+OPEN_PATHS = frozenset(
+    {"/healthz", "/readyz", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+)
+"""Paths anyone may call: probes, Prometheus, and the API's own documentation."""
+ADMIN_PREFIX = "/v1/admin/"
+API_KEY_HEADER = "x-api-key"
+BEARER_SCHEME = "bearer"
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="crisscross"'}
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
+
+
+class KeyRing:
+    """The configured keys, as digests, with the role each grants."""
+
+    def __init__(self, read_keys: Iterable[SecretStr], admin_keys: Iterable[SecretStr]) -> None:
+        self._keys: list[tuple[bytes, Role]] = [
+            (_digest(key.get_secret_value()), "read") for key in read_keys
+        ] + [(_digest(key.get_secret_value()), "admin") for key in admin_keys]
+        self.read_required = any(role == "read" for _, role in self._keys)
+        self.admin_configured = any(role == "admin" for _, role in self._keys)
+
+    def role_of(self, presented: str) -> Role | None:
+        """The strongest role ``presented`` grants (admin over read), or None. Compares against
+        every key, in constant time per key."""
+        digest = _digest(presented)
+        granted: Role | None = None
+        for key, role in self._keys:
+            if hmac.compare_digest(digest, key) and granted != "admin":
+                granted = role
+        return granted
+
+
+def presented_keys(headers: Headers) -> list[str]:
+    """The keys a request presents: the ``Authorization: Bearer`` token and ``x-api-key``.
+    Another ``Authorization`` scheme presents nothing."""
+    keys = []
+    authorization = headers.get("authorization")
+    if authorization:
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() == BEARER_SCHEME and token.strip():
+            keys.append(token.strip())
+    api_key = headers.get(API_KEY_HEADER)
+    if api_key and api_key.strip():
+        keys.append(api_key.strip())
+    return keys
+
+
+def required_role(path: str) -> Role | None:
+    """The role a path needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
+    ``read`` for every other path (unknown ones included)."""
+    if path in OPEN_PATHS:
+        return None
+    if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
+        return "admin"
+    return "read"
+
+
+def _app_path(scope: Scope) -> str:
+    path = str(scope.get("path", ""))
+    root = str(scope.get("root_path", ""))
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+class ApiKeyMiddleware:
+    """Answers 401 ``unauthorized`` (no key; with ``WWW-Authenticate: Bearer``) or 403
+    ``forbidden`` (a wrong key, or a read key on an admin route) before the app sees the
+    request; counts refusals in ``crisscross_requests_refused_total``."""
+
+    def __init__(self, app: ASGIApp, *, keys: KeyRing, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.keys = keys
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        needed = required_role(_app_path(scope))
+        if needed is None or (needed == "read" and not self.keys.read_required):
+            await self.app(scope, receive, send)
+            return
+        if needed == "admin" and not self.keys.admin_configured:
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                ErrorCode.FORBIDDEN,
+                "admin routes are disabled on this server: no admin_keys are configured",
+            )
+            return
+        presented = presented_keys(Headers(scope=scope))
+        if not presented:
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                ErrorCode.UNAUTHORIZED,
+                f"this route needs {'an admin' if needed == 'admin' else 'an API'} key: send "
+                "'Authorization: Bearer <key>' or 'x-api-key: <key>'",
+                headers=_CHALLENGE,
+            )
+            return
+        roles = {self.keys.role_of(key) for key in presented}
+        if "admin" in roles or (needed == "read" and "read" in roles):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            "this route needs an admin key"
+            if needed == "admin" and "read" in roles
+            else "the API key is not valid"
+        )
+        await self._refuse(scope, receive, send, ErrorCode.FORBIDDEN, message)
+
+    async def _refuse(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        code: ErrorCode,
+        message: str,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.metrics.refused.labels(code.value).inc()
+        headers = dict(headers or {})
+        request_headers = Headers(scope=scope)
+        if request_headers.get("content-length", "0") != "0" or (
+            "transfer-encoding" in request_headers
+        ):
+            # The body is left unread: close rather than let the client stream it for nothing.
+            headers["Connection"] = "close"
+        response = error_response(code, message, request_id_of(scope), headers=headers)
+        await response(scope, receive, send)
+
+
+SECURITY_SCHEMES: dict[str, Any] = {
+    "bearerKey": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key as 'Authorization: Bearer <key>' (read_keys or admin_keys).",
+    },
+    "apiKeyHeader": {
+        "type": "apiKey",
+        "in": "header",
+        "name": API_KEY_HEADER,
+        "description": "An API key as 'x-api-key: <key>' (read_keys or admin_keys).",
+    },
+}
+
+
+def document_security(schema: dict[str, Any]) -> dict[str, Any]:
+    """Add the key schemes to an OpenAPI document and mark every operation outside
+    :data:`OPEN_PATHS` as accepting either (data routes need a key only where read keys are
+    configured; admin routes always need an admin key). Returns ``schema``, changed in place."""
+    schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+    requirement: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
+    for path, operations in schema.get("paths", {}).items():
+        if required_role(path) is None:
+            continue
+        for operation in operations.values():
+            operation["security"] = requirement
+    return schema

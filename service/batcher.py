@@ -1,0 +1,412 @@
+"""Micro-batching of encoder calls across concurrent requests, with admission control.
+
+One :class:`Batcher` serves one encoder tower of one variant. Requests ``submit`` their inputs
+(texts or decoded images) and await their rows; the batcher's one worker thread gathers queued
+requests into one encoder call of at most ``max_batch_size`` inputs — waiting up to
+``max_wait_s`` for more after taking the first — and runs it, off the event loop. One call
+for many inputs costs less than one call each (on 2 CPU cores, one-text /v1/embed requests at
+concurrency 16 went from 99 to 126 requests/s with batching on; a GPU gains far more), and one
+thread per encoder keeps concurrent requests from oversubscribing the cores; a lone request
+pays at most ``max_wait_s``.
+
+Admission is decided before anything is queued:
+
+- a full queue (``max_queue_depth`` waiting requests) refuses at once: 503 ``overloaded`` with
+  ``Retry-After``, rather than letting latency grow without bound;
+- a request whose deadline passes while it is still queued is dropped — its inputs are never
+  encoded — and answered 503 ``overloaded``; once its batch has started it gets its rows.
+
+If an encoder call fails, a batch of several requests is retried one request at a time, so an
+input that breaks the encoder fails only the request that sent it.
+
+Times are ``time.perf_counter()`` seconds throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import numpy as np
+
+from service.errors import ErrorCode, ServiceError
+from service.metrics import ServiceMetrics
+from service.store import ServedVariant
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+logger = logging.getLogger("crisscross.service")
+
+Input = TypeVar("Input")
+
+EncodeFunction = Callable[[Sequence[Input]], np.ndarray]
+"""A blocking encoder call: ``n`` inputs → float32 ``[n, dim]``."""
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    """How a batcher gathers and admits work.
+
+    ``max_batch_size``: most inputs per encoder call (a larger request runs alone, whole).
+    ``max_wait_s``: seconds to wait for more requests after taking the first (0: never).
+    ``max_queue_depth``: most requests waiting; one more is refused (503 overloaded).
+    ``retry_after_s``: the ``Retry-After`` seconds of those 503s.
+    """
+
+    max_batch_size: int
+    max_wait_s: float
+    max_queue_depth: int
+    retry_after_s: int
+
+
+@dataclass(frozen=True)
+class EncodeResult:
+    """One request's share of a batch: its ``rows`` (float32 ``[n, dim]``, a view of the
+    batch's output) and how long it queued and how long the shared encoder call took
+    (seconds), with the batch's size in inputs and in requests."""
+
+    rows: np.ndarray
+    queue_s: float
+    encode_s: float
+    batch_inputs: int
+    batch_requests: int
+
+
+@dataclass(eq=False)
+class _Job(Generic[Input]):
+    inputs: list[Input]
+    future: asyncio.Future[EncodeResult]
+    loop: asyncio.AbstractEventLoop
+    enqueued_s: float
+    deadline_s: float
+    started: bool = False
+    queue_s: float = field(default=0.0)
+
+    def settle(self, outcome: EncodeResult | BaseException) -> None:
+        """Hand the outcome to the request's event loop (called from the worker thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting
+            self.loop.call_soon_threadsafe(_settle, self.future, outcome)
+
+
+def _settle(future: asyncio.Future[EncodeResult], outcome: EncodeResult | BaseException) -> None:
+    if future.done():  # the request gave up meanwhile
+        return
+    if isinstance(outcome, BaseException):
+        future.set_exception(outcome)
+    else:
+        future.set_result(outcome)
+
+
+def _retrieve(future: asyncio.Future[EncodeResult]) -> None:
+    # A request that gave up (cancelled, timed out) leaves its future unawaited; reading the
+    # exception here keeps asyncio from logging "exception was never retrieved".
+    if not future.cancelled():
+        future.exception()
+
+
+class Batcher(Generic[Input]):
+    """Gathers the inputs of concurrent requests into batched calls of ``encode``.
+
+    ``variant`` and ``tower`` name the encoder in metrics and messages. One worker thread,
+    started by the first :meth:`submit` and stopped by :meth:`close`, gathers batches and runs
+    ``encode``, so calls of one encoder never overlap and never run on an event loop. Requests
+    may come from any event loop: each gets its outcome on its own.
+    """
+
+    def __init__(
+        self,
+        encode: EncodeFunction[Input],
+        limits: BatchLimits,
+        metrics: ServiceMetrics,
+        *,
+        variant: str,
+        tower: str,
+    ) -> None:
+        self._encode = encode
+        self.limits = limits
+        self._metrics = metrics
+        self.variant = variant
+        self.tower = tower
+        self._lock = threading.Condition()
+        self._queue: deque[_Job[Input]] = deque()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self._depth = metrics.encode_queue_depth.labels(variant, tower)
+        self._depth.set(0)
+
+    # -- requests (event loop) --------------------------------------------------------------------
+
+    @property
+    def queue_depth(self) -> int:
+        """Requests waiting (not yet in a running batch)."""
+        with self._lock:
+            return len(self._queue)
+
+    async def submit(self, inputs: Sequence[Input], deadline_s: float) -> EncodeResult:
+        """Queue ``inputs`` (one request's) and return their rows once their batch has run.
+
+        Raises ``ServiceError`` overloaded (503 + Retry-After) when the queue is full or when
+        ``deadline_s`` (``perf_counter`` seconds) passes before the batch starts, not_ready
+        (503) once the batcher is closing; and whatever the encoder raised for these inputs.
+        """
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[EncodeResult] = loop.create_future()
+        future.add_done_callback(_retrieve)
+        now = time.perf_counter()
+        job = _Job(list(inputs), future, loop, enqueued_s=now, deadline_s=deadline_s)
+        with self._lock:
+            self._admit(now, deadline_s)
+            self._queue.append(job)
+            self._depth.set(len(self._queue))
+            self._start_worker()
+            self._lock.notify()
+        timeout = None if math.isinf(deadline_s) else deadline_s - now
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=timeout)
+        except TimeoutError:
+            if not self._forget(job):
+                # Its batch is running: the work is being done, so wait for it.
+                return await future
+            raise self._deadline_error() from None
+        except asyncio.CancelledError:
+            self._forget(job)
+            raise
+
+    def _admit(self, now: float, deadline_s: float) -> None:
+        """Raise the refusal of a request arriving now, if any (called under the lock)."""
+        if self._closed:
+            self._metrics.refused.labels("shutting_down").inc()
+            raise self._closed_error()
+        if now >= deadline_s:
+            raise self._deadline_error()
+        if len(self._queue) >= self.limits.max_queue_depth:
+            self._metrics.refused.labels("queue_full").inc()
+            raise ServiceError(
+                ErrorCode.OVERLOADED,
+                f"overloaded: the {self.tower} encoder of variant {self.variant!r} has "
+                f"{len(self._queue)} requests waiting (max_queue_depth="
+                f"{self.limits.max_queue_depth}); retry later",
+                retry_after_s=self.limits.retry_after_s,
+            )
+
+    def _forget(self, job: _Job[Input]) -> bool:
+        """Take ``job`` out of the queue unless its batch has started; whether it was."""
+        with self._lock:
+            if job.started:
+                return False
+            with contextlib.suppress(ValueError):
+                self._queue.remove(job)
+            self._depth.set(len(self._queue))
+            return True
+
+    def _deadline_error(self) -> ServiceError:
+        self._metrics.refused.labels("deadline").inc()
+        return ServiceError(
+            ErrorCode.OVERLOADED,
+            f"overloaded: the request's deadline (request_timeout_ms) passed while it waited "
+            f"for the {self.tower} encoder of variant {self.variant!r}; it was not computed. "
+            "Retry later",
+            retry_after_s=self.limits.retry_after_s,
+        )
+
+    def _closed_error(self) -> ServiceError:
+        return ServiceError(
+            ErrorCode.NOT_READY,
+            "not ready: shutting down",
+            retry_after_s=self.limits.retry_after_s,
+        )
+
+    # -- the worker thread ------------------------------------------------------------------------
+
+    def _start_worker(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._work, name=f"encode-{self.variant}-{self.tower}", daemon=True
+            )
+            self._thread.start()
+
+    def _take(self, batch: list[_Job[Input]], size: int) -> int:
+        """Move queued jobs into ``batch`` while they fit ``max_batch_size`` (the first job
+        always fits); returns the batch's size in inputs. Called under the lock."""
+        while self._queue:
+            job = self._queue[0]
+            if batch and size + len(job.inputs) > self.limits.max_batch_size:
+                break
+            self._queue.popleft()
+            job.started = True
+            batch.append(job)
+            size += len(job.inputs)
+        self._depth.set(len(self._queue))
+        return size
+
+    def _gather(self) -> list[_Job[Input]]:
+        """The next batch: what is queued now, then what arrives within ``max_wait_s``; empty
+        once the batcher is closed and its queue drained."""
+        with self._lock:
+            while not self._queue:
+                if self._closed:
+                    return []
+                self._lock.wait()
+            batch: list[_Job[Input]] = []
+            size = self._take(batch, 0)
+            until = time.perf_counter() + self.limits.max_wait_s
+            while size < self.limits.max_batch_size and not self._closed:
+                if self._queue:
+                    if size + len(self._queue[0].inputs) > self.limits.max_batch_size:
+                        break
+                    size = self._take(batch, size)
+                    continue
+                remaining = until - time.perf_counter()
+                if remaining <= 0:
+                    break
+                self._lock.wait(remaining)
+            return batch
+
+    def _work(self) -> None:
+        while True:
+            batch = self._gather()
+            if not batch:
+                return
+            now = time.perf_counter()
+            live = []
+            for job in batch:
+                if job.future.done():  # its request gave up
+                    continue
+                if now >= job.deadline_s:
+                    # Expired while queued: dropped, never encoded.
+                    job.settle(self._deadline_error())
+                else:
+                    live.append(job)
+            if not live:
+                continue
+            try:
+                self._run(live)
+            except Exception as error:  # a bug here must not leave requests waiting forever
+                logger.exception("the %s batcher of %s failed", self.tower, self.variant)
+                for job in live:
+                    job.settle(error)
+
+    def _run(self, jobs: list[_Job[Input]]) -> None:
+        inputs = [item for job in jobs for item in job.inputs]
+        started = time.perf_counter()
+        for job in jobs:
+            job.queue_s = started - job.enqueued_s
+        try:
+            output = np.asarray(self._encode(inputs))
+        except Exception as error:
+            if len(jobs) > 1:
+                logger.warning(
+                    "a batch of %d %s requests for %s failed (%s); retrying them one by one",
+                    len(jobs),
+                    self.tower,
+                    self.variant,
+                    type(error).__name__,
+                )
+                for job in jobs:
+                    self._run([job])
+                return
+            jobs[0].settle(error)
+            return
+        encode_s = time.perf_counter() - started
+        self._observe(jobs, len(inputs), encode_s)
+        if output.ndim != 2 or output.shape[0] != len(inputs):
+            wrong = RuntimeError(
+                f"the {self.tower} encoder of {self.variant!r} returned shape {output.shape} "
+                f"for {len(inputs)} inputs"
+            )
+            for job in jobs:
+                job.settle(wrong)
+            return
+        offset = 0
+        for job in jobs:
+            rows = output[offset : offset + len(job.inputs)]
+            offset += len(job.inputs)
+            job.settle(EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs)))
+
+    def _observe(self, jobs: list[_Job[Input]], inputs: int, encode_s: float) -> None:
+        labels = (self.variant, self.tower)
+        self._metrics.encode_seconds.labels(*labels).observe(encode_s)
+        self._metrics.encode_batch_size.labels(*labels).observe(inputs)
+        self._metrics.encode_batch_requests.labels(*labels).observe(len(jobs))
+        queue = self._metrics.encode_queue_seconds.labels(*labels)
+        for job in jobs:
+            queue.observe(job.queue_s)
+
+    # -- shutdown ---------------------------------------------------------------------------------
+
+    def refuse_new_work(self) -> None:
+        """From now on :meth:`submit` answers 503 not_ready; queued work still runs."""
+        with self._lock:
+            self._closed = True
+            self._lock.notify_all()
+
+    async def close(self, timeout_s: float) -> None:
+        """Stop admitting, let queued and running batches finish for up to ``timeout_s``
+        seconds, then let the worker thread end; requests still queued get 503 not_ready."""
+        self.refuse_new_work()
+        thread = self._thread
+        if thread is not None:
+            deadline = time.perf_counter() + timeout_s
+            while thread.is_alive() and time.perf_counter() < deadline:
+                await asyncio.sleep(0.005)
+        with self._lock:
+            left = list(self._queue)
+            self._queue.clear()
+            self._depth.set(0)
+        for job in left:
+            job.settle(self._closed_error())
+
+
+class EncodePool:
+    """The batchers of one app, one per (variant, tower), made on first use."""
+
+    def __init__(self, limits: BatchLimits, metrics: ServiceMetrics) -> None:
+        self.limits = limits
+        self._metrics = metrics
+        self._batchers: dict[tuple[str, str], Batcher[Any]] = {}
+        self._closed = False
+
+    def _batcher(self, variant: str, tower: str, encode: EncodeFunction[Any]) -> Batcher[Any]:
+        key = (variant, tower)
+        batcher = self._batchers.get(key)
+        if batcher is None:
+            batcher = Batcher(encode, self.limits, self._metrics, variant=variant, tower=tower)
+            if self._closed:
+                batcher.refuse_new_work()
+            self._batchers[key] = batcher
+        return batcher
+
+    def texts(self, variant: ServedVariant) -> Batcher[str]:
+        """The batcher of ``variant``'s text tower; ``ServiceError`` invalid_input without one."""
+        encoder = variant.encoders.text
+        if encoder is None:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no text tower"
+            )
+        return cast("Batcher[str]", self._batcher(variant.name, "text", encoder.encode_texts))
+
+    def images(self, variant: ServedVariant) -> Batcher[Image]:
+        """The batcher of ``variant``'s image tower; ``ServiceError`` invalid_input without
+        one."""
+        encoder = variant.encoders.image
+        if encoder is None:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no image tower"
+            )
+        return cast("Batcher[Image]", self._batcher(variant.name, "image", encoder.encode_images))
+
+    async def close(self, timeout_s: float) -> None:
+        """Drain and stop every batcher, sharing ``timeout_s`` seconds among them."""
+        self._closed = True
+        deadline = time.perf_counter() + timeout_s
+        for batcher in list(self._batchers.values()):
+            await batcher.close(max(0.0, deadline - time.perf_counter()))
