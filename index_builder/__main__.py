@@ -1,4 +1,4 @@
-"""``python -m index_builder``: build and verify index bundles."""
+"""``python -m index_builder``: generate the scenes corpus, build and verify index bundles."""
 
 from __future__ import annotations
 
@@ -8,28 +8,38 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from encoders.image_encoder import OnnxImageEncoder
+from encoders.text_encoder import OnnxTextEncoder
+from encoders.variant import VariantError, load_variant_manifest
+from index_builder.build import BuildInputs, build_bundle
 from index_builder.bundle import CURRENT_FILE, BundleError, resolve_current, verify_bundle
-from index_builder.karpathy import read_captions
+from index_builder.karpathy import DatasetFormatError, read_captions
+from index_builder.scenes.cli import add_scenes_command
 
 
 def _build(args: argparse.Namespace) -> int:
-    from encoders.text_encoder import OnnxTextEncoder
-
-    from index_builder.build import build_captions_bundle
-
+    manifest = load_variant_manifest(args.variant)
     records = read_captions(args.captions)
     if args.limit is not None:
         records = records[: args.limit]
-    encoder = OnnxTextEncoder(args.variant, providers=args.providers)
-    version_dir = build_captions_bundle(
-        encoder,
-        records,
+    text_encoder = (
+        OnnxTextEncoder(args.variant, providers=args.providers)
+        if "text" in manifest.towers
+        else None
+    )
+    image_encoder = (
+        OnnxImageEncoder(args.variant, providers=args.providers)
+        if "image" in manifest.towers
+        else None
+    )
+    version_dir = build_bundle(
+        BuildInputs(records=records, images_dir=args.images_dir, source=args.captions),
+        text_encoder=text_encoder,
+        image_encoder=image_encoder,
         bundles_root=args.bundles_root,
         name=args.name,
-        source=args.captions,
         version=args.version,
         factory=args.factory,
-        batch_size=args.batch_size,
         progress=not args.no_progress,
     )
     print(version_dir)
@@ -50,22 +60,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m index_builder", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    build = commands.add_parser("build", help="embed a captions CSV and write a bundle")
+    build = commands.add_parser(
+        "build",
+        help="embed a Karpathy-format corpus (captions, and images for an image tower)",
+    )
     build.add_argument("--variant", type=Path, required=True, help="encoder variant folder")
     build.add_argument("--captions", type=Path, required=True, help="Karpathy captions CSV")
+    build.add_argument(
+        "--images-dir", type=Path, default=None, help="image files (needed by an image tower)"
+    )
     build.add_argument("--bundles-root", type=Path, default=Path("artifacts/bundles"))
     build.add_argument("--name", required=True, help="bundle name, e.g. coco-captions")
     build.add_argument("--version", default=None, help="version name (default: UTC timestamp)")
     build.add_argument("--factory", default="Flat", help="faiss index_factory string")
-    build.add_argument("--batch-size", type=int, default=256)
-    build.add_argument("--limit", type=int, default=None, help="embed only the first N captions")
+    build.add_argument("--limit", type=int, default=None, help="use only the first N captions")
     build.add_argument("--providers", choices=["auto", "cpu", "cuda"], default="auto")
-    build.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    build.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     build.set_defaults(handler=_build)
 
     verify = commands.add_parser("verify", help="check a bundle's manifest and file hashes")
     verify.add_argument("path", type=Path, help="a version folder or a bundle folder with CURRENT")
     verify.set_defaults(handler=_verify)
+
+    add_scenes_command(commands)
     return parser
 
 
@@ -75,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except BundleError as exc:
+    except (BundleError, VariantError, DatasetFormatError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 
