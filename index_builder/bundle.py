@@ -28,9 +28,9 @@ from typing import Any, Literal
 
 import faiss
 import numpy as np
-from encoders.hashing import sha256_file
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from encoders.hashing import sha256_file
 from index_builder.faiss_index import build_index
 
 SCHEMA_VERSION = 1
