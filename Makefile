@@ -13,7 +13,16 @@ ARTIFACTS ?= artifacts
 VARIANTS_ROOT := $(ARTIFACTS)/variants
 BUNDLES_ROOT := $(ARTIFACTS)/bundles
 MINILM := $(VARIANTS_ROOT)/minilm-l6-v2
+EFFICIENTNET := $(VARIANTS_ROOT)/efficientnet-lite0
 COCO_BUNDLE := $(BUNDLES_ROOT)/coco-captions
+SCENES_DATA ?= $(ARTIFACTS)/data/scenes
+SCENES_SPLIT ?= test
+# `make demo-model` trains the dual encoder here (seeded); once committed, the demo serves it.
+SCENES_MODEL := models/scenes-dual-encoder
+SCENES_VARIANT := $(VARIANTS_ROOT)/scenes-dual-encoder
+SCENES_BUNDLE := $(BUNDLES_ROOT)/scenes
+SCENES_IMAGE_BUNDLE := $(BUNDLES_ROOT)/scenes-efficientnet
+SEED ?= 0
 REPORT_DIR ?= reports/demo
 PYTEST_ARGS ?=
 
@@ -22,7 +31,8 @@ export CRISSCROSS_BUNDLES_ROOT := $(BUNDLES_ROOT)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help install variant bundle demo serve bench test lint format clean
+.PHONY: help install variant bundle scenes scenes-bundles demo demo-model serve bench test lint \
+	format clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -46,14 +56,47 @@ $(COCO_BUNDLE)/CURRENT: $(MINILM)/variant.json
 
 bundle: $(COCO_BUNDLE)/CURRENT ## embed the Karpathy captions and write the coco-captions bundle
 
-demo: bundle ## install, export, build, serve, replay CxC over HTTP, print the report
-	DATA=$(DATA) SPLIT=$(SPLIT) REPORT_DIR=$(REPORT_DIR) PY=$(PY) scripts/demo.sh
+$(SCENES_DATA)/manifest.json: $(VENV)/.installed
+	$(PY) -m index_builder scenes --out $(SCENES_DATA) --seed $(SEED) --overwrite
 
-serve: bundle ## serve the built bundles on $(HOST):$(PORT) until stopped
+scenes: $(SCENES_DATA)/manifest.json ## generate the scenes corpus (train/val/test, CxC + BISON files)
+
+$(SCENES_VARIANT)/variant.json: $(SCENES_MODEL)/variant.json
+	mkdir -p $(VARIANTS_ROOT)
+	ln -sfn $(abspath $(SCENES_MODEL)) $(SCENES_VARIANT)
+
+$(EFFICIENTNET)/variant.json: $(VENV)/.installed
+	$(PY) -m encoders export efficientnet --out $(EFFICIENTNET)
+
+$(SCENES_BUNDLE)/CURRENT: $(SCENES_VARIANT)/variant.json $(SCENES_DATA)/manifest.json
+	$(PY) -m index_builder build --variant $(SCENES_VARIANT) --name scenes \
+	    --captions $(SCENES_DATA)/coco-karpathy-captions/captions_$(SCENES_SPLIT).csv \
+	    --images-dir $(SCENES_DATA)/images/$(SCENES_SPLIT) --bundles-root $(BUNDLES_ROOT)
+
+$(SCENES_IMAGE_BUNDLE)/CURRENT: $(EFFICIENTNET)/variant.json $(SCENES_DATA)/manifest.json
+	$(PY) -m index_builder build --variant $(EFFICIENTNET) --name scenes-efficientnet \
+	    --captions $(SCENES_DATA)/coco-karpathy-captions/captions_$(SCENES_SPLIT).csv \
+	    --images-dir $(SCENES_DATA)/images/$(SCENES_SPLIT) --bundles-root $(BUNDLES_ROOT)
+
+# The dual-encoder bundle joins the demo once a trained model is in $(SCENES_MODEL).
+SCENES_BUNDLES := $(SCENES_IMAGE_BUNDLE)/CURRENT \
+	$(if $(wildcard $(SCENES_MODEL)/variant.json),$(SCENES_BUNDLE)/CURRENT)
+
+scenes-bundles: $(SCENES_BUNDLES) ## embed the scenes test split (EfficientNet; dual encoder if trained)
+
+demo-model: scenes ## train the scenes dual encoder into models/ (same seed → same model)
+	$(PY) -m encoders train --data $(SCENES_DATA) --out $(SCENES_MODEL) --seed $(SEED) \
+	    --loss t2t_i2t --force
+
+demo: bundle scenes-bundles ## install, export, build, serve, replay CxC + BISON over HTTP, report
+	DATA=$(DATA) SPLIT=$(SPLIT) SCENES_DATA=$(SCENES_DATA) SCENES_SPLIT=$(SCENES_SPLIT) \
+	    REPORT_DIR=$(REPORT_DIR) PY=$(PY) scripts/demo.sh
+
+serve: bundle scenes-bundles ## serve the built bundles on $(HOST):$(PORT) until stopped
 	$(PY) -m service serve --host $(HOST) --port $(PORT)
 
-bench: bundle ## latency and throughput of the live service (closed loop, c=1,8)
-	DATA=$(DATA) SPLIT=$(SPLIT) REPORT_DIR=reports/bench PY=$(PY) BENCH_ONLY=1 scripts/demo.sh
+bench: bundle ## in-process baseline, then closed + open-loop load over HTTP past 2x saturation
+	DATA=$(DATA) SPLIT=$(SPLIT) BENCH_DIR=reports/bench PY=$(PY) scripts/bench.sh
 
 test: install ## run the whole test suite (unit, real model, real data, end to end)
 	$(PY) -m pytest $(PYTEST_ARGS)

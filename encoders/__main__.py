@@ -18,6 +18,7 @@ from pathlib import Path
 
 from encoders.parity import DEFAULT_PARITY_THRESHOLD, ParityError
 from encoders.providers import PROVIDER_REQUESTS, ProviderError
+from encoders.training.cli import add_train_command
 from encoders.variant import VariantError, load_variant_manifest, verify_variant_files
 
 logger = logging.getLogger("encoders")
@@ -106,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
         "--max-pixels", type=int, default=40_000_000, help="largest width x height accepted"
     )
     embed_images.set_defaults(handler=_embed_images)
+
+    add_train_command(commands, parents=[common])
     return parser
 
 

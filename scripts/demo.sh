@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# Serve the built bundles on a free loopback port, replay the CxC benchmark against the live
-# service over HTTP, print the report, stop the service. Called by `make demo` and `make bench`.
+# Serve every built bundle on a free loopback port, replay the benchmarks against the live service
+# over HTTP, print the reports, stop the service. Called by `make demo`.
+#   reports/demo/coco/                 real COCO val captions, MiniLM: t2t, t2t_cocaptions, STS, latency
+#   reports/demo/scenes/               scenes test split, trained dual encoder (when models/ has
+#                                      one): all four directions, STS/SIS/SITS, BISON
+#   reports/demo/scenes-efficientnet/  scenes test split, EfficientNet-Lite0: image→image, SIS
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
 SPLIT=${SPLIT:-val}
+SCENES_DATA=${SCENES_DATA:-artifacts/data/scenes}
+SCENES_SPLIT=${SCENES_SPLIT:-test}
 REPORT_DIR=${REPORT_DIR:-reports/demo}
 PORT=${DEMO_PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
 URL="http://127.0.0.1:${PORT}"
@@ -21,8 +27,11 @@ stop_service() {
 trap stop_service EXIT
 echo "service pid ${service_pid} on ${URL} (log: ${REPORT_DIR}/service.log)"
 
-args=(cxc --url "$URL" --split "$SPLIT" --data "$DATA" --out "$REPORT_DIR")
-if [[ -n "${BENCH_ONLY:-}" ]]; then
-    args+=(--latency-only)
+"$PY" -m benchmarks cxc --url "$URL" --data "$DATA" --split "$SPLIT" --dataset coco-karpathy \
+    --variant minilm-l6-v2 --out "$REPORT_DIR/coco"
+if [[ -f artifacts/bundles/scenes/CURRENT ]]; then
+    "$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
+        --dataset scenes --variant scenes-dual-encoder --out "$REPORT_DIR/scenes"
 fi
-"$PY" -m benchmarks "${args[@]}"
+"$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
+    --dataset scenes --variant efficientnet-lite0 --tasks i2i,sis --out "$REPORT_DIR/scenes-efficientnet"
