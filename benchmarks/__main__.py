@@ -260,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--k", type=_positive_int, default=1000, help="results per query (≤ service max_k; 1000)"
     )
     cxc.add_argument(
+        "--probe-k",
+        type=_positive_int,
+        default=100,
+        help="results asked for first; a query with no positive among them is asked "
+        "again at --k (100)",
+    )
+    cxc.add_argument(
         "--limit-queries", type=_positive_int, default=None, help="first N queries only"
     )
     cxc.add_argument(
@@ -313,6 +320,7 @@ def config_from_args(args: argparse.Namespace) -> CxcRunConfig:
         k=args.k,
         limit_queries=args.limit_queries,
         replay_concurrency=args.replay_concurrency,
+        probe_k=args.probe_k,
         score_batch=args.score_batch,
         max_uploads_per_request=args.max_uploads,
         max_upload_bytes=args.max_upload_bytes,

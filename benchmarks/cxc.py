@@ -117,6 +117,8 @@ class CxcRunConfig:
         tasks: which of :data:`ALL_TASKS` to run (those the service cannot answer are skipped).
         k: results asked for per retrieval query (≤ the service's ``max_k``; clipped to the
             target collection's size).
+        probe_k: results asked for first per retrieval query; a query with no positive among
+            them (for some task) is asked again at ``k`` (same ranks, far fewer bytes).
         limit_queries: use only each retrieval task's first N queries; all when ``None``.
         replay_concurrency: requests in flight during the quality replays.
         score_batch: pairs per ``POST /v1/score`` request (≤ the service's ``max_score_pairs``).
@@ -149,6 +151,7 @@ class CxcRunConfig:
     images_collection: str = "images"
     tasks: tuple[str, ...] = ALL_TASKS
     k: int = 1000
+    probe_k: int = 100
     limit_queries: int | None = None
     replay_concurrency: int = 8
     score_batch: int = 1024
@@ -249,19 +252,45 @@ def variant_towers(
         e.g. ``frozenset({"text", "image"})``; ``None`` when unknown (no route, no such variant,
         or no ``towers`` field).
     """
-    if not variants:
-        return None
-    chosen: JsonObject | None = None
-    if wanted is not None:
-        chosen = next((entry for entry in variants if entry.get("name") == wanted), None)
-    else:
-        chosen = next((entry for entry in variants if entry.get("default") is True), None)
-        if chosen is None and len(variants) == 1:
-            chosen = variants[0]
+    chosen = _chosen_variant(variants, wanted)
     towers = chosen.get("towers") if chosen is not None else None
     if not isinstance(towers, list):
         return None
     return frozenset(str(tower) for tower in towers)
+
+
+def _chosen_variant(variants: Sequence[JsonObject] | None, wanted: str | None) -> JsonObject | None:
+    if not variants:
+        return None
+    if wanted is not None:
+        return next((entry for entry in variants if entry.get("name") == wanted), None)
+    chosen = next((entry for entry in variants if entry.get("default") is True), None)
+    if chosen is None and len(variants) == 1:
+        chosen = variants[0]
+    return chosen
+
+
+def variant_collections(
+    collections: Sequence[JsonObject], variants: Sequence[JsonObject] | None, wanted: str | None
+) -> list[JsonObject]:
+    """The ``GET /v1/collections`` entries a run searches: those of the run's variant.
+
+    A service may serve a ``captions`` collection per variant; sizes, bundle name and version
+    must come from the one the queries reach.
+
+    Args:
+        collections: the route's ``collections`` list.
+        variants: ``GET /v1/variants``'s list, or ``None`` when it was unavailable.
+        wanted: the variant asked for; else the one marked ``default``, else the only one.
+
+    Returns:
+        The entries naming that variant; all entries when the variant is unknown or no entry
+        names it (an older service without a ``variant`` field).
+    """
+    chosen = _chosen_variant(variants, wanted)
+    name = chosen.get("name") if chosen is not None else wanted
+    mine = [entry for entry in collections if name is not None and entry.get("variant") == name]
+    return mine or list(collections)
 
 
 def _check_sizes(config: CxcRunConfig, data: CxcData, served: dict[str, int]) -> None:
@@ -306,6 +335,7 @@ async def _retrieval_phase(context: _Context, plan: TaskPlan, results: _Results)
             variant=config.variant,
             show_progress=config.show_progress,
             collection=target,
+            probe_k=config.probe_k,
         )
         results.served_by.merge(replay.served_by)
         results.checks["exclude_violations"] += replay.exclude_violations
@@ -467,6 +497,7 @@ async def run_cxc(
         await client.wait_ready(config.ready_timeout_s)
         collections = await client.collections()
         variants = await _optional_variants(client)
+        collections = variant_collections(collections, variants, config.variant)
         results.durations_s["ready"] = time.perf_counter() - started
         served = {str(entry.get("name")): int(entry.get("count", 0)) for entry in collections}
         _check_sizes(config, data, served)
@@ -530,6 +561,7 @@ async def run_cxc(
         "latency": results.latency,
         "settings": {
             "k": config.k,
+            "probe_k": config.probe_k,
             "limit_queries": config.limit_queries,
             "replay_concurrency": config.replay_concurrency,
             "score_batch": config.score_batch,

@@ -158,7 +158,7 @@ class ServedCollection:
         return self.collection.name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SearchHit:
     """One search result: ``rank`` is 1-based, ``score`` the inner product (cosine)."""
 
@@ -362,7 +362,8 @@ class LiveIndexStore:
         wanted = min(k, collection.count - len(excluded_rows))
         if wanted <= 0:
             return []
-        fetch = min(collection.count, wanted + len(excluded_rows))
+        # One row beyond the cut shows whether the last kept score ties with an unfetched row.
+        fetch = min(collection.count, wanted + len(excluded_rows) + 1)
         while True:
             scores, rows = collection.index.search(vector, fetch)
             valid = rows[0] >= 0
@@ -377,15 +378,12 @@ class LiveIndexStore:
                 break
             # A run of equal scores may cross the cut: rows with a lower number may be unfetched.
             fetch = min(collection.count, fetch * 2)
+        ids, metadata = collection.ids, collection.metadata
         return [
-            SearchHit(
-                rank=rank,
-                row=int(row),
-                item_id=collection.ids[int(row)],
-                score=float(score),
-                metadata=collection.metadata[int(row)],
+            SearchHit(rank=rank, row=row, item_id=ids[row], score=score, metadata=metadata[row])
+            for rank, (score, row) in enumerate(
+                zip(kept_scores.tolist(), kept_rows.tolist(), strict=True), start=1
             )
-            for rank, (score, row) in enumerate(zip(kept_scores, kept_rows, strict=True), start=1)
         ]
 
 

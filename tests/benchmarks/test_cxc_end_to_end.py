@@ -247,3 +247,23 @@ def test_cli_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["cxc", "--out", "x", "--tasks", "t2t,nope"])
     assert caught.value.code == 2
     assert "tasks must be among" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("probe_k", [1, 3])
+def test_probing_shallow_first_gives_the_ranks_of_one_deep_search(
+    tiny: TinyDataset, probe_k: int
+) -> None:
+    service = FakeService(tiny.captions)
+    config = _config(tiny, tasks=("t2t", "t2t_cocaptions"), probe_k=probe_k)
+    report = asyncio.run(run_cxc(config, transport=service.transport())).report
+    count = len(tiny.captions)
+    expected = _expected_retrieval(tiny, k=count)
+    for name in ("t2t", "t2t_cocaptions"):
+        assert report["tasks"][name] == expected[name]
+    asked = [body["k"] for method, path, body in service.requests if path == "/v1/search"]
+    queries = len(t2t_task(tiny.sts, tiny.captions).queries)
+    # every query is probed once; only those with a positive beyond the probe are asked again
+    assert asked.count(probe_k) == queries
+    deep = asked.count(count)
+    assert 0 < deep < queries
+    assert report["settings"]["probe_k"] == probe_k

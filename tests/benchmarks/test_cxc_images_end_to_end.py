@@ -12,7 +12,14 @@ import pytest
 
 import benchmarks.__main__ as cli
 from benchmarks.corpus import load_cxc_data
-from benchmarks.cxc import BenchmarkSetupError, CxcRunConfig, run_cxc, variant_towers, write_outputs
+from benchmarks.cxc import (
+    BenchmarkSetupError,
+    CxcRunConfig,
+    run_cxc,
+    variant_collections,
+    variant_towers,
+    write_outputs,
+)
 from benchmarks.evaluation import build_retrieval_task
 from benchmarks.in_memory import evaluate_with_scorer
 from benchmarks.plan import QUALITY_TASKS, RETRIEVAL_TASKS
@@ -337,3 +344,23 @@ def test_cli_rejects_unknown_dataset_and_mode(capsys: pytest.CaptureFixture[str]
             cli.main(["cxc", "--out", "x", *arguments])
         assert caught.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_variant_collections_picks_the_runs_variant() -> None:
+    collections: list[dict[str, object]] = [
+        {"name": "captions", "count": 10, "variant": "text-only", "bundle": "coco"},
+        {"name": "captions", "count": 20, "variant": "dual", "bundle": "scenes"},
+        {"name": "images", "count": 4, "variant": "dual", "bundle": "scenes"},
+    ]
+    variants: list[dict[str, object]] = [
+        {"name": "text-only", "default": True},
+        {"name": "dual", "default": False},
+    ]
+    assert [entry["bundle"] for entry in variant_collections(collections, variants, "dual")] == [
+        "scenes",
+        "scenes",
+    ]
+    assert [entry["count"] for entry in variant_collections(collections, variants, None)] == [10]
+    # a variant no collection names, or no variants route at all: every entry is kept
+    assert len(variant_collections(collections, variants, "zzz")) == 3
+    assert len(variant_collections(collections, None, None)) == 3
