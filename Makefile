@@ -24,6 +24,12 @@ SCENES_BUNDLE := $(BUNDLES_ROOT)/scenes
 SCENES_IMAGE_BUNDLE := $(BUNDLES_ROOT)/scenes-efficientnet
 SEED ?= 0
 REPORT_DIR ?= reports/demo
+# `make compare`: variants served by one running service (`make serve`), compared in one run.
+VARIANTS ?= minilm-l6-v2,minilm-l6-v2-int8
+COMPARE_URL ?= http://$(HOST):$(PORT)
+COMPARE_DIR ?= reports/compare
+COMPARE_DATASET ?= coco-karpathy
+LIMIT ?=
 PYTEST_ARGS ?=
 
 export CRISSCROSS_VARIANTS_ROOT := $(VARIANTS_ROOT)
@@ -31,11 +37,11 @@ export CRISSCROSS_BUNDLES_ROOT := $(BUNDLES_ROOT)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help install variant bundle scenes scenes-bundles demo demo-model serve bench test lint \
-	format clean
+.PHONY: help install variant bundle scenes scenes-bundles demo demo-model serve bench compare \
+	cider test lint format clean
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -84,6 +90,25 @@ SCENES_BUNDLES := $(SCENES_IMAGE_BUNDLE)/CURRENT \
 
 scenes-bundles: $(SCENES_BUNDLES) ## embed the scenes test split (EfficientNet; dual encoder if trained)
 
+# Reduced precision (not part of `make demo`: the int8 bundle re-embeds all 25,000 captions,
+# about 4-5 minutes on 2 cores; `make variant-int8 bundle-int8` then `make serve` serves both).
+MINILM_INT8 := $(VARIANTS_ROOT)/minilm-l6-v2-int8
+COCO_INT8_BUNDLE := $(BUNDLES_ROOT)/coco-captions-int8
+
+.PHONY: variant-int8 bundle-int8
+
+$(MINILM_INT8)/variant.json: $(MINILM)/variant.json
+	$(PY) -m encoders quantize --from $(MINILM) --precision int8 --out $(MINILM_INT8) --force \
+	    --captions $(DATA)/coco-karpathy-captions/captions_$(SPLIT).csv
+
+variant-int8: $(MINILM_INT8)/variant.json ## derive int8 MiniLM (CPU) with parity vs fp32 on real captions
+
+$(COCO_INT8_BUNDLE)/CURRENT: $(MINILM_INT8)/variant.json
+	$(PY) -m index_builder build --variant $(MINILM_INT8) --name coco-captions-int8 \
+	    --captions $(DATA)/coco-karpathy-captions/captions_$(SPLIT).csv --bundles-root $(BUNDLES_ROOT)
+
+bundle-int8: $(COCO_INT8_BUNDLE)/CURRENT ## embed the Karpathy captions with int8 MiniLM (coco-captions-int8)
+
 demo-model: scenes ## train the scenes dual encoder into models/ (same seed → same model)
 	$(PY) -m encoders train --data $(SCENES_DATA) --out $(SCENES_MODEL) --seed $(SEED) \
 	    --loss t2t_i2t --force
@@ -97,6 +122,14 @@ serve: bundle scenes-bundles ## serve the built bundles on $(HOST):$(PORT) until
 
 bench: bundle ## in-process baseline, then closed + open-loop load over HTTP past 2x saturation
 	DATA=$(DATA) SPLIT=$(SPLIT) BENCH_DIR=reports/bench PY=$(PY) scripts/bench.sh
+
+compare: ## quality vs cost of VARIANTS in one run against the running service (reports/compare)
+	$(PY) -m benchmarks compare --url $(COMPARE_URL) --variants $(VARIANTS) --data $(DATA) \
+	    --split $(SPLIT) --dataset $(COMPARE_DATASET) --out $(COMPARE_DIR) --no-progress \
+	    $(if $(LIMIT),--limit-queries $(LIMIT))
+
+cider: install ## CIDEr-D matrix of $(DATA) $(SPLIT) (captions x images), cached, + parity on 2,000 pairs
+	$(PY) -m benchmarks cider --data $(DATA) --split $(SPLIT) --parity-pairs 2000
 
 test: install ## run the whole test suite (unit, real model, real data, end to end)
 	$(PY) -m pytest $(PYTEST_ARGS)

@@ -11,6 +11,12 @@ Examples::
         --out reports/bench --closed 1,8,32 --open-rates auto --duration-s 20 \\
         --inprocess-json reports/bench/inprocess.json
 
+    python -m benchmarks compare --url http://127.0.0.1:8000 \\
+        --variants minilm-l6-v2,minilm-l6-v2-int8 --data ../shared/data --split val \\
+        --out reports/compare --limit-queries 1000     # compare.json/.md, compare_pareto.png
+
+    python -m benchmarks cider --data ../shared/data --split val   # CIDEr-D matrix + parity
+
 ``cxc`` writes ``report.json``, ``report.md`` and PNG plots into ``--out``; ``load`` writes
 ``load.json``, ``load.md``, ``load.png`` and ``load_latency.png``. Both print the Markdown report
 to stdout. Exit status: 0 on success, 1 when the service or the data refused the run, 2 on bad
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -29,7 +36,14 @@ from pathlib import Path
 
 import httpx
 
+from benchmarks.cider import build_and_check
 from benchmarks.client import ServiceError, ServiceNotReadyError
+from benchmarks.compare import (
+    DEFAULT_COMPARE_TASKS,
+    CompareConfig,
+    run_compare,
+    write_compare_outputs,
+)
 from benchmarks.corpus import DATASETS
 from benchmarks.correlation import DEFAULT_SAMPLES
 from benchmarks.cxc import BenchmarkSetupError, CxcRunConfig, run_cxc, write_outputs
@@ -303,7 +317,22 @@ def build_parser() -> argparse.ArgumentParser:
     cxc.add_argument("--ready-timeout", type=float, default=120.0, help="seconds for /readyz")
     cxc.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, seconds")
     cxc.add_argument("--no-progress", action="store_true", help="no progress bars")
+    cxc.add_argument(
+        "--cider",
+        choices=("auto", "off"),
+        default="auto",
+        help="NCS, SR and the false-negative view for i2t/t2i from the split's CIDEr-D matrix "
+        "(cached; built when missing), or off (auto)",
+    )
+    cxc.add_argument(
+        "--cider-cache",
+        type=Path,
+        default=None,
+        help="CIDEr-D cache folder (<data>/cider when writable, else artifacts/cache/cider)",
+    )
     _add_load_parser(commands)
+    _add_compare_parser(commands)
+    _add_cider_parser(commands)
     return parser
 
 
@@ -337,6 +366,9 @@ def config_from_args(args: argparse.Namespace) -> CxcRunConfig:
         ready_timeout_s=args.ready_timeout,
         request_timeout_s=args.timeout,
         show_progress=not args.no_progress,
+        recall_eq1=True,
+        cider=args.cider,
+        cider_cache_dir=args.cider_cache,
     )
 
 
@@ -354,6 +386,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     if args.command == "load":
         return _main_load(parser, args)
+    if args.command == "compare":
+        return _main_compare(parser, args)
+    if args.command == "cider":
+        return _main_cider(args)
     try:
         config = config_from_args(args)
     except ValueError as error:
@@ -397,6 +433,160 @@ def _main_load(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         logger.debug("traceback", exc_info=True)
         return 1
     written = write_load_outputs(run, args.out)
+    for kind, path in written.items():
+        logger.info("wrote %s: %s", kind, path)
+    sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))
+    return 0
+
+
+def _add_cider_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cider = commands.add_parser(
+        "cider",
+        help="build (or reuse) the split's CIDEr-D matrix (captions × images) and check it "
+        "against the per-pair reference on random pairs",
+    )
+    cider.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
+        help=f"data folder with coco-karpathy-captions/ (${DATA_DIR_ENV} or ../shared/data)",
+    )
+    cider.add_argument("--split", default="val", help="captions_<split>.csv (val)")
+    cider.add_argument("--cache", type=Path, default=None, help="cache folder (as cxc)")
+    cider.add_argument("--parity-pairs", type=int, default=2000, help="random pairs (2000)")
+    cider.add_argument("--seed", type=int, default=0, help="pair sampling seed (0)")
+    cider.add_argument("--rebuild", action="store_true", help="ignore a matching cache")
+    cider.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _main_cider(args: argparse.Namespace) -> int:
+    try:
+        summary = build_and_check(
+            args.data,
+            args.split,
+            args.cache,
+            parity_pairs=args.parity_pairs,
+            seed=args.seed,
+            rebuild=args.rebuild,
+            show_progress=not args.no_progress,
+        )
+    except (ValueError, OSError) as error:
+        logger.error("CIDEr-D failed: %s", error)
+        return 1
+    sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    return 0 if summary.get("parity_ok", True) else 1
+
+
+def _variant_list(text: str) -> tuple[str, ...]:
+    values = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not values or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct comma-separated variants: {text!r}")
+    return values
+
+
+def _quality_task_list(text: str) -> tuple[str, ...]:
+    values = _task_list(text)
+    if "latency" in values:
+        raise argparse.ArgumentTypeError("compare always measures latency; list quality tasks")
+    return values
+
+
+def _add_compare_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    compare = commands.add_parser(
+        "compare",
+        help="several variants of one service in one run: the same quality tasks and the same "
+        "latency measurement for each, a table and a quality-vs-cost (Pareto) plot",
+    )
+    compare.add_argument("--url", default="http://127.0.0.1:8000", help="service root URL")
+    compare.add_argument(
+        "--variants",
+        type=_variant_list,
+        required=True,
+        help="comma-separated variant names; the first is the baseline",
+    )
+    compare.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
+        help=f"data folder (${DATA_DIR_ENV} or ../shared/data)",
+    )
+    compare.add_argument("--split", default="val", help="split name in the data file names (val)")
+    compare.add_argument("--dataset", choices=DATASETS, default="coco-karpathy", help="corpus")
+    compare.add_argument("--out", type=Path, required=True, help="folder for compare.json/.md/.png")
+    compare.add_argument(
+        "--tasks",
+        type=_quality_task_list,
+        default=DEFAULT_COMPARE_TASKS,
+        help=f"quality tasks ({','.join(DEFAULT_COMPARE_TASKS)}: a text tower suffices)",
+    )
+    compare.add_argument(
+        "--limit-queries", type=_positive_int, default=None, help="first N queries per task"
+    )
+    compare.add_argument("--k", type=_positive_int, default=1000, help="results per query (1000)")
+    compare.add_argument(
+        "--concurrency", type=_int_list, default=(1, 8), help="latency levels (1,8)"
+    )
+    compare.add_argument(
+        "--latency-requests",
+        type=_positive_int,
+        default=300,
+        help="measured requests per variant and level (300)",
+    )
+    compare.add_argument(
+        "--rounds",
+        type=_positive_int,
+        default=3,
+        help="latency chunks per variant and level, variants taking turns; 1 = back to back (3)",
+    )
+    compare.add_argument("--warmup", type=int, default=20, help="warm-up requests per chunk (20)")
+    compare.add_argument("--latency-k", type=_positive_int, default=10, help="k of latency queries")
+    compare.add_argument(
+        "--bootstrap-samples", type=_positive_int, default=DEFAULT_SAMPLES, help="(1000)"
+    )
+    compare.add_argument("--seed", type=int, default=0, help="bootstrap / query order seed (0)")
+    compare.add_argument("--ready-timeout", type=float, default=120.0, help="seconds for /readyz")
+    compare.add_argument("--timeout", type=float, default=60.0, help="per-request timeout, s")
+    compare.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _main_compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
+        config = CompareConfig(
+            url=args.url,
+            variants=args.variants,
+            data_dir=args.data,
+            split=args.split,
+            dataset=args.dataset,
+            tasks=args.tasks,
+            k=args.k,
+            limit_queries=args.limit_queries,
+            bootstrap_samples=args.bootstrap_samples,
+            seed=args.seed,
+            concurrency_levels=args.concurrency,
+            latency_requests=args.latency_requests,
+            warmup_requests=max(0, args.warmup),
+            latency_k=args.latency_k,
+            rounds=args.rounds,
+            ready_timeout_s=args.ready_timeout,
+            request_timeout_s=args.timeout,
+            show_progress=not args.no_progress,
+        )
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        run = asyncio.run(run_compare(config))
+    except (
+        ServiceError,
+        ServiceNotReadyError,
+        BenchmarkSetupError,
+        ValueError,
+        httpx.HTTPError,
+        OSError,
+    ) as error:
+        logger.error("comparison failed: %s", error)
+        logger.debug("traceback", exc_info=True)
+        return 1
+    written = write_compare_outputs(run, args.out)
     for kind, path in written.items():
         logger.info("wrote %s: %s", kind, path)
     sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))

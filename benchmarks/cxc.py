@@ -18,6 +18,11 @@ with a reason, see :mod:`benchmarks.plan`):
 4. ``bison``: (caption text, image) scored for both images of every row; accuracy;
 5. ``latency``: closed-loop text searches (k = ``latency_k``) at each concurrency level.
 
+Beyond binary recall (``recall_eq1``, ``cider="auto"``; the CLI's default): each query's first
+result ids are kept, R (eq. 1) is added to every retrieval task, and for i2t / t2i the split's
+CIDEr-D matrix (:mod:`benchmarks.cider`, cached) gives NCS, semantic recall
+(:mod:`benchmarks.semantic`) and the false-negative view (:mod:`benchmarks.false_negatives`).
+
 Every score comes from the service's answers. The same numbers from an in-memory scorer:
 :func:`benchmarks.in_memory.evaluate_with_scorer`.
 """
@@ -31,11 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
 from benchmarks.bison import BisonPlan, plan_bison
+from benchmarks.cider import load_or_build_cider
 from benchmarks.client import (
     CrisscrossClient,
     JsonObject,
@@ -71,9 +77,17 @@ from benchmarks.plan import (
     TaskPlan,
     plan_tasks,
 )
-from benchmarks.plots import plot_latency, plot_original_vs_cxc, plot_recall_curves
+from benchmarks.plots import (
+    plot_false_negatives,
+    plot_graded_curves,
+    plot_latency,
+    plot_original_vs_cxc,
+    plot_recall_curves,
+)
 from benchmarks.replay import ServedBy, replay_retrieval, replay_scores
 from benchmarks.report import (
+    FALSE_NEGATIVES_PLOT,
+    GRADED_PLOT,
     LATENCY_PLOT,
     ORIGINAL_PLOT,
     RECALL_PLOT,
@@ -82,8 +96,19 @@ from benchmarks.report import (
     render_markdown,
     write_json,
 )
+from benchmarks.semantic import (
+    CURVE_DEPTH,
+    GRADED_KS,
+    direction_of,
+    graded_direction,
+    ground_truth_size,
+    recall_eq1,
+)
 
 logger = logging.getLogger(__name__)
+
+CiderMode = Literal["auto", "off"]
+CIDER_MODES: tuple[CiderMode, ...] = ("auto", "off")
 
 __all__ = (
     "ALL_TASKS",
@@ -141,6 +166,13 @@ class CxcRunConfig:
         ready_timeout_s: how long to wait for ``/readyz``.
         request_timeout_s: per-request timeout.
         show_progress: draw tqdm progress bars on stderr.
+        recall_eq1: keep each query's top result ids and add R (eq. 1), ``R_eq1@K``, to every
+            retrieval task.
+        cider: ``auto``: add NCS, SR and the false-negative view to i2t / t2i from the split's
+            CIDEr-D matrix (read from the cache when its hash matches, else built); ``off``:
+            none of them.
+        cider_cache_dir: where the CIDEr-D matrix is cached (``<data>/cider`` when writable,
+            else ``artifacts/cache/cider``, when ``None``).
     """
 
     url: str
@@ -170,6 +202,9 @@ class CxcRunConfig:
     ready_timeout_s: float = 120.0
     request_timeout_s: float = 60.0
     show_progress: bool = True
+    recall_eq1: bool = False
+    cider: CiderMode = "off"
+    cider_cache_dir: Path | None = None
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.tasks) - set(ALL_TASKS))
@@ -185,6 +220,8 @@ class CxcRunConfig:
             raise ValueError(f"image_queries must be one of {list(IMAGE_QUERY_MODES)}")
         if self.max_uploads_per_request < 2 or self.max_upload_bytes < 1:
             raise ValueError("need max_uploads_per_request ≥ 2 and max_upload_bytes ≥ 1")
+        if self.cider not in CIDER_MODES:
+            raise ValueError(f"cider must be one of {list(CIDER_MODES)}; got {self.cider!r}")
 
     def resolved_images_dir(self) -> Path | None:
         """``images_dir``, or ``<data>/images/<split>`` when that exists, or ``None``."""
@@ -214,6 +251,12 @@ class _Results:
     )
     durations_s: dict[str, float] = field(default_factory=dict)
     served_by: ServedBy = field(default_factory=ServedBy)
+    top_ids: list[tuple[list[RetrievalTask], dict[str, tuple[str, ...]]]] = field(
+        default_factory=list
+    )
+    graded_curves: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
+    false_negatives: dict[str, Any] = field(default_factory=dict)
+    cider: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -326,6 +369,7 @@ async def _retrieval_phase(context: _Context, plan: TaskPlan, results: _Results)
         first = group[0]
         target = context.collection_name(first.target_collection)
         k = min(config.k, context.view.collections[target])
+        keep_top = min(_keep_depth(context, group), k)
         replay = await replay_retrieval(
             context.client,
             group,
@@ -336,14 +380,65 @@ async def _retrieval_phase(context: _Context, plan: TaskPlan, results: _Results)
             show_progress=config.show_progress,
             collection=target,
             probe_k=config.probe_k,
+            keep_top=keep_top,
         )
         results.served_by.merge(replay.served_by)
         results.checks["exclude_violations"] += replay.exclude_violations
         results.checks["order_violations"] += replay.order_violations
         entries, curves = retrieval_entries(group, replay.first_ranks, k)
+        if config.recall_eq1:
+            for task in group:
+                ranked = [replay.top_ids[query] for query in task.queries]
+                wanted = [task.positives[query] for query in task.queries]
+                entries[task.name].update(
+                    {
+                        f"R_eq1@{cut}": value
+                        for cut, value in recall_eq1(ranked, wanted, GRADED_KS).items()
+                    }
+                )
+                depth = range(1, min(CURVE_DEPTH, k) + 1)
+                curve = recall_eq1(ranked, wanted, depth)
+                results.graded_curves.setdefault(task.name, {})["R_eq1"] = list(curve.values())
+        if keep_top:
+            results.top_ids.append((group, replay.top_ids))
         results.tasks.update(entries)
         results.curves.update(curves)
         results.durations_s[f"retrieval_{first.name}"] = time.perf_counter() - started
+
+
+def _keep_depth(context: _Context, group: Sequence[RetrievalTask]) -> int:
+    """Result ids to keep per query: 10 for R (eq. 1); for the CIDEr-D metrics of i2t / t2i
+    also the query's ground truth, which the non-GT variants skip over."""
+    direction = direction_of(group[0])
+    if context.config.cider != "off" and direction is not None:
+        return CURVE_DEPTH + ground_truth_size(context.data, direction)
+    return CURVE_DEPTH if context.config.recall_eq1 else 0
+
+
+def _semantic_phase(context: _Context, results: _Results) -> None:
+    """NCS, SR and the false-negative view of every i2t / t2i group, from the CIDEr-D matrix."""
+    config = context.config
+    if config.cider == "off":
+        return
+    groups = [(group, top) for group, top in results.top_ids if direction_of(group[0]) is not None]
+    if not groups:
+        results.cider = {"used": False, "reason": "no i2t or t2i task was run"}
+        return
+    started = time.perf_counter()
+    cached = load_or_build_cider(
+        config.data_dir, config.split, config.cider_cache_dir, show_progress=config.show_progress
+    )
+    results.cider = {"used": True, **cached.as_report()}
+    for group, top in groups:
+        graded = graded_direction(
+            group, top, cached.scores, context.data, show_progress=config.show_progress
+        )
+        for name, extra in graded.entries.items():
+            results.tasks[name].update(extra)
+            results.graded_curves.setdefault(name, {}).update(graded.curves[name])
+        direction = str(direction_of(group[0]))
+        results.false_negatives[direction] = graded.false_negatives
+    results.durations_s["cider_metrics"] = time.perf_counter() - started
 
 
 def _caption_side(context: _Context, key: str, text_of: dict[str, str]) -> PairSide:
@@ -522,6 +617,7 @@ async def run_cxc(
         )
         context = _Context(client, config, data, view, image_sides)
         await _retrieval_phase(context, plan, results)
+        _semantic_phase(context, results)
         for name in CORRELATION_TASKS:
             if name in plan.run:
                 await _correlation_phase(context, RatingKind(name), results)
@@ -577,12 +673,20 @@ async def run_cxc(
             "images_dir": str(images_dir) if images_dir is not None else None,
             "bison_file": str(data.bison_file) if data.bison_file is not None else None,
             "tasks_requested": list(config.tasks),
+            "recall_eq1": config.recall_eq1,
+            "cider": config.cider,
         },
         "checks": results.checks,
         "durations_s": {name: round(value, 3) for name, value in results.durations_s.items()},
         "service": {"collections": collections, "variants": variants},
         "environment": environment_info(),
     }
+    if results.graded_curves:
+        report["graded_curves"] = results.graded_curves
+    if results.false_negatives:
+        report["false_negatives"] = results.false_negatives
+    if results.cider is not None:
+        report["cider"] = results.cider
     return CxcRun(report=report, latencies_ms=results.latencies_ms)
 
 
@@ -591,7 +695,7 @@ def write_outputs(run: CxcRun, out_dir: Path) -> dict[str, Path]:
 
     Returns:
         Output kind (``json``, ``markdown``, ``recall_plot``, ``original_plot``,
-        ``latency_plot``) → file written.
+        ``graded_plot``, ``false_negatives_plot``, ``latency_plot``) → file written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     report = run.report
@@ -606,6 +710,21 @@ def write_outputs(run: CxcRun, out_dir: Path) -> dict[str, Path]:
     )
     if original is not None:
         written["original_plot"] = original
+    if report.get("graded_curves"):
+        written["graded_plot"] = plot_graded_curves(
+            report["graded_curves"],
+            report["recall_curves"],
+            out_dir / GRADED_PLOT,
+            f"R@K, R (eq. 1), NCS@K, SR@K — {title}",
+        )
+    if report.get("false_negatives"):
+        images_dir = (report.get("settings") or {}).get("images_dir")
+        written["false_negatives_plot"] = plot_false_negatives(
+            report["false_negatives"],
+            out_dir / FALSE_NEGATIVES_PLOT,
+            f"False negatives of MS-COCO's labels — {title}",
+            Path(images_dir) if images_dir else None,
+        )
     if run.latencies_ms:
         written["latency_plot"] = plot_latency(
             run.latencies_ms, out_dir / LATENCY_PLOT, f"Latency — {title}"

@@ -1,4 +1,5 @@
-"""PNG plots of a benchmark run: recall@K curves and latency distributions.
+"""PNG plots of a benchmark run: recall@K, R (eq. 1) / NCS / SR curves, the false-negative
+view and latency distributions.
 
 Figures are drawn with matplotlib's object API on the Agg canvas (no pyplot, no global backend
 state, no display needed).
@@ -6,12 +7,16 @@ state, no display needed).
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.image import imread
 
 
 def _save(figure: Figure, path: Path) -> Path:
@@ -107,6 +112,153 @@ def plot_original_vs_cxc(
         axes.set_title(pair[0])
         axes.legend(loc="upper center", fontsize=8, ncols=2)
         axes.grid(True, axis="y", alpha=0.3)
+    figure.suptitle(title)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+GRADED_SERIES = ("NCS", "NCS_nonGT", "SR", "SR_nonGT")
+
+
+def plot_graded_curves(
+    graded: Mapping[str, Mapping[str, Sequence[float | None]]],
+    recall_curves: Mapping[str, Sequence[float]],
+    path: Path,
+    title: str,
+) -> Path:
+    """R@K = R^V (eq. 2), R (eq. 1), NCS@K and SR@K for K = 1..10: one panel per direction.
+
+    Each panel has every task's R^V and R (eq. 1) curves; the NCS / SR curves (both variants)
+    are drawn once per direction, from the ``*_original`` task (all queries, as Biten et al.)
+    when it has them, else from the CxC task.
+
+    Args:
+        graded: the report's ``graded_curves`` (task → series name → values for K = 1..10).
+        recall_curves: the report's ``recall_curves`` (task → R@1..R@k).
+        path: the PNG file to write.
+        title: figure title.
+
+    Returns:
+        ``path``.
+    """
+    directions: dict[str, list[str]] = {}
+    for name in graded:
+        directions.setdefault(task_direction(name), []).append(name)
+    panels = max(1, len(directions))
+    columns = min(panels, 2)
+    rows = (panels + columns - 1) // columns
+    figure = Figure(figsize=(6.5 * columns, 4.2 * rows + 0.6))
+    grid = figure.subplots(rows, columns, squeeze=False)
+    axes_list = [axes for row in grid for axes in row]
+    for axes, (direction, names) in zip(axes_list, directions.items(), strict=False):
+        for name in names:
+            depth = len(graded[name].get("R_eq1", [])) or 10
+            binary = list(recall_curves.get(name, []))[:depth]
+            cut_offs = np.arange(1, depth + 1)
+            if binary:
+                axes.plot(cut_offs[: len(binary)], np.asarray(binary) * 100, label=f"R^V {name}")
+            if "R_eq1" in graded[name]:
+                axes.plot(cut_offs, _percent(graded[name]["R_eq1"]), "--", label=f"R eq.1 {name}")
+        source = next(
+            (name for name in names if name.endswith("_original") and "NCS" in graded[name]),
+            next((name for name in names if "NCS" in graded[name]), None),
+        )
+        if source is not None:
+            for series, style in zip(GRADED_SERIES, ("-o", ":o", "-s", ":s"), strict=True):
+                values = graded[source][series]
+                axes.plot(
+                    np.arange(1, len(values) + 1),
+                    _percent(values),
+                    style,
+                    markersize=3,
+                    label=f"{series} {source}",
+                )
+        axes.set_title(direction)
+        axes.legend(loc="lower right", fontsize=7)
+    for axes in axes_list:
+        axes.set_xlabel("K")
+        axes.set_ylabel("%")
+        axes.set_ylim(0.0, 105.0)
+        axes.grid(True, alpha=0.3)
+    for axes in axes_list[len(directions) :]:
+        if directions:
+            axes.set_visible(False)
+    figure.suptitle(title)
+    figure.tight_layout()
+    return _save(figure, path)
+
+
+def _percent(values: Sequence[float | None]) -> npt.NDArray[np.float64]:
+    return np.array([np.nan if value is None else value * 100.0 for value in values])
+
+
+FALSE_NEGATIVE_SHARES = ("wrong", "wrong_cxc", "wrong_cider", "wrong_either")
+EXAMPLES_SHOWN = 4
+
+
+def plot_false_negatives(
+    views: Mapping[str, Mapping[str, Any]],
+    path: Path,
+    title: str,
+    images_dir: Path | None = None,
+) -> Path:
+    """The false-negative view: per direction, bars of the shares of top-K results that
+    MS-COCO counts wrong (and, of those, CxC / CIDEr-D rates relevant) at K = 1, 5, 10; below,
+    the strongest examples (the image, when its file is in ``images_dir``, and the caption).
+
+    Args:
+        views: the report's ``false_negatives`` (direction → entry).
+        path: the PNG file to write.
+        title: figure title.
+        images_dir: the split's image files, for thumbnails.
+
+    Returns:
+        ``path``.
+    """
+    directions = list(views)
+    columns = max(EXAMPLES_SHOWN, len(directions))
+    figure = Figure(figsize=(3.6 * columns, 3.6 * (1 + len(directions))))
+    grid = figure.subplots(1 + len(directions), columns, squeeze=False)
+    width = 0.2
+    for column, direction in enumerate(directions):
+        axes = grid[0][column]
+        view = views[direction]
+        cuts = [int(key.split("@")[1]) for key in view if key.startswith("results@")]
+        positions = np.arange(len(cuts))
+        for offset, share in enumerate(FALSE_NEGATIVE_SHARES):
+            values = _percent([view.get(f"{share}@{cut}") for cut in cuts])
+            bars = axes.bar(positions + (offset - 1.5) * width, values, width, label=share)
+            axes.bar_label(bars, fmt="%.0f", fontsize=6)
+        axes.set_xticks(positions, [f"top {cut}" for cut in cuts])
+        axes.set_ylim(0.0, 105.0)
+        axes.set_ylabel("% of top-K results")
+        axes.set_title(f"{direction}: COCO-wrong results", fontsize=9)
+        axes.legend(fontsize=6)
+    for axes in grid[0][len(directions) :]:
+        axes.set_visible(False)
+    for row, direction in enumerate(directions, start=1):
+        examples = list(views[direction].get("examples") or [])[: grid.shape[1]]
+        for column, axes in enumerate(grid[row]):
+            axes.set_xticks([])
+            axes.set_yticks([])
+            if column >= len(examples):
+                axes.set_visible(False)
+                continue
+            example = examples[column]
+            image = example["query"] if direction == "i2t" else example["retrieved"]
+            file = images_dir / str(image) if images_dir is not None else None
+            if file is not None and file.is_file():
+                axes.imshow(imread(file))
+            else:
+                axes.text(0.5, 0.5, str(image), ha="center", va="center", fontsize=6)
+            cxc = example.get("cxc_score")
+            label = (
+                f"{direction} rank {example['rank']} · COCO: {example['coco_label']}\n"
+                f"CxC {'unrated' if cxc is None else f'{cxc:.2f}'} · "
+                f"CIDEr-D {example['cider_d']:.2f}\n"
+                + textwrap.fill(str(example.get("caption", "")), 42)
+            )
+            axes.set_xlabel(label, fontsize=6)
     figure.suptitle(title)
     figure.tight_layout()
     return _save(figure, path)

@@ -1,10 +1,11 @@
 """Query replay: send a task's queries and pairs to the live service, several in flight.
 
-The replay keeps only what the metrics need — each query's first-positive rank per task, and
-each pair's score — never the full result lists (18k queries × 1,000 ids would not fit
-comfortably). Requests run through a fixed pool of asyncio workers sharing one client; results
-keep the input order. It also records which variants and bundle versions answered, and counts
-answers that break the API's promises (the excluded query returned; scores out of order).
+The replay keeps only what the metrics need — each query's first-positive rank per task, each
+pair's score and, when asked, each query's first few result ids (``keep_top``, e.g. 15) — never
+the full result lists (18k queries × 1,000 ids would not fit comfortably). Requests run
+through a fixed pool of asyncio workers sharing one client; results keep the input order. It
+also records which variants and bundle versions answered, and counts answers that break the
+API's promises (the excluded query returned; scores out of order).
 """
 
 from __future__ import annotations
@@ -99,12 +100,16 @@ class RetrievalReplay:
         served_by: the variants and bundle versions that answered.
         exclude_violations: answers that contained the excluded query id.
         order_violations: answers whose scores were not in non-increasing order.
+        top_ids: query id → its first ``keep_top`` result ids in the service's order (empty
+            unless ``keep_top`` was asked for): what R (eq. 1), NCS, SR and the false-negative
+            view read.
     """
 
     first_ranks: dict[str, list[int | None]]
     served_by: ServedBy
     exclude_violations: int = 0
     order_violations: int = 0
+    top_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 async def replay_retrieval(
@@ -118,6 +123,7 @@ async def replay_retrieval(
     show_progress: bool = True,
     collection: str | None = None,
     probe_k: int = 100,
+    keep_top: int = 0,
 ) -> RetrievalReplay:
     """Search every query of ``tasks`` and score it against each task's positives.
 
@@ -140,6 +146,8 @@ async def replay_retrieval(
         collection: the service's name of the target collection, when it differs from the
             tasks' ``target_collection`` (``"captions"`` / ``"images"``).
         probe_k: results asked for first (clamped to ``k``).
+        keep_top: keep each query's first ``keep_top`` result ids (≤ ``k``; the first request
+            asks for at least that many).
     """
     if probe_k < 1:
         raise ValueError("probe_k must be at least 1")
@@ -157,7 +165,7 @@ async def replay_retrieval(
     served_by = ServedBy()
     counters = {"exclude": 0, "order": 0, "deepened": 0}
 
-    async def ask_at(query: str, depth: int) -> dict[str, int | None]:
+    async def ask_at(query: str, depth: int) -> tuple[dict[str, int | None], tuple[str, ...]]:
         exclude = [query] if first.exclude_query else None
         answer = await client.search(
             query_of(query),
@@ -172,19 +180,21 @@ async def replay_retrieval(
             counters["exclude"] += 1
         if any(later > earlier for earlier, later in pairwise(answer.scores)):
             counters["order"] += 1
-        return first_ranks_of(tasks, query, answer.ids[:depth])
+        return first_ranks_of(tasks, query, answer.ids[:depth]), tuple(answer.ids[:keep_top])
 
-    async def ask(query: str) -> dict[str, int | None]:
-        ranks = await ask_at(query, min(probe_k, k))
-        if probe_k < k and any(rank is None for rank in ranks.values()):
+    first_depth = min(max(probe_k, keep_top), k)
+
+    async def ask(query: str) -> tuple[dict[str, int | None], tuple[str, ...]]:
+        ranks, top = await ask_at(query, first_depth)
+        if first_depth < k and any(rank is None for rank in ranks.values()):
             counters["deepened"] += 1
-            ranks = await ask_at(query, k)
-        return ranks
+            ranks, _ = await ask_at(query, k)
+        return ranks, top
 
     names = ", ".join(task.name for task in tasks)
     with tqdm(total=len(queries), desc=f"search ({names})", disable=not show_progress) as bar:
         answers = await map_bounded(queries, ask, concurrency, lambda: bar.update(1))
-    rank_of = dict(zip(queries, answers, strict=True))
+    rank_of = {query: ranks for query, (ranks, _) in zip(queries, answers, strict=True)}
     logger.info(
         "%s: %d queries, %d asked again at k=%d", names, len(queries), counters["deepened"], k
     )
@@ -199,6 +209,11 @@ async def replay_retrieval(
         served_by=served_by,
         exclude_violations=counters["exclude"],
         order_violations=counters["order"],
+        top_ids=(
+            {query: top for query, (_, top) in zip(queries, answers, strict=True)}
+            if keep_top
+            else {}
+        ),
     )
 
 

@@ -21,6 +21,18 @@
                       could be neither referenced nor uploaded)
     tasks.bison      {"accuracy" (0–1, ties count ½), "rows" (scored), "skipped", "ties",
                       "skipped_reasons" {reason: rows}, "uploads"}
+    tasks.<retrieval task> with R (eq. 1) on (CLI default): also "R_eq1@1", "R_eq1@5",
+                     "R_eq1@10" (share of each query's positives in its top K, averaged)
+    tasks.<i2t|i2t_original|t2i|t2i_original> with the CIDEr-D matrix (``--cider auto``): also
+                     "NCS@K", "NCS_nonGT@K", "SR@K", "SR_nonGT@K" (K = 1, 5, 10; 0–1, null
+                     without a denominator) and "SR_m" (relevant items per query)
+    graded_curves    task → {"R_eq1", "NCS", "NCS_nonGT", "SR", "SR_nonGT"}: values for K = 1..10
+    false_negatives  "i2t" / "t2i" → {"queries", "cxc_threshold", "cider_m", "cxc_ratings",
+                      "results@K", "wrong@K", "wrong_cxc@K", "wrong_cider@K", "wrong_either@K",
+                      "wrong_cxc_rated@K" (shares of all top-K results), "examples": [{"query",
+                      "retrieved", "rank", "cxc_score", "cider_d", "coco_label", "caption"}]}
+    cider            {"used", "cache_file", "captions_sha256", "built", "build_seconds",
+                      "shape", "dtype", "settings"} or {"used": false, "reason"}
     skipped          task → why it was not run (missing file, collection or tower)
     recall_curves    task → [R@1, R@2, ..., R@k] (fractions)
     latency.c<N>     {"p50_ms", "p95_ms", "p99_ms", "mean_ms", "qps", "errors", "requests",
@@ -32,8 +44,9 @@
     service          {"collections": [...], "variants": [...] | null} as the service reported
     environment      {"cpu_count", "platform", "python", "machine"} of the benchmark client
 
-A task or load level that was not run is absent from ``tasks`` / ``latency``. The Markdown shows
-R@K, Spearman's r and BISON accuracy ×100, as the papers do.
+A task or load level that was not run is absent from ``tasks`` / ``latency``; ``graded_curves``,
+``false_negatives`` and ``cider`` are absent when not computed. The Markdown shows R@K, NCS, SR,
+Spearman's r and BISON accuracy ×100, as the papers do.
 """
 
 from __future__ import annotations
@@ -51,6 +64,8 @@ SCHEMA_VERSION = 1
 RECALL_PLOT = "recall_at_k.png"
 ORIGINAL_PLOT = "cxc_vs_original.png"
 LATENCY_PLOT = "latency.png"
+GRADED_PLOT = "graded_at_k.png"
+FALSE_NEGATIVES_PLOT = "false_negatives.png"
 
 TASK_NOTES: Mapping[str, str] = MappingProxyType(
     {
@@ -155,6 +170,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         ]
         if any(name in retrieval for name in ("i2t", "t2i", "i2t_original", "t2i_original")):
             lines += ["", f"![CxC vs original pairs]({ORIGINAL_PLOT})"]
+    lines += _graded_sections(report)
     correlation = {name: entry for name, entry in tasks.items() if "spearman_mean" in entry}
     if correlation:
         rows = [
@@ -228,3 +244,97 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         "STS Spearman — USE 71.4.",
     ]
     return "\n".join(lines) + "\n"
+
+
+GRADED_CUTS = (1, 5, 10)
+
+
+def _graded_sections(report: Mapping[str, Any]) -> list[str]:
+    """R (eq. 1) vs R^V, NCS / SR, and the false-negative view, when the report has them."""
+    tasks: Mapping[str, Any] = report.get("tasks") or {}
+    lines: list[str] = []
+    eq1 = {name: entry for name, entry in tasks.items() if "R_eq1@1" in entry}
+    if eq1:
+        header = ["task"] + [f"R^V@{cut}" for cut in GRADED_CUTS]
+        header += [f"R@{cut} (eq. 1)" for cut in GRADED_CUTS]
+        rows = [
+            [name]
+            + [_number(entry.get(f"R@{cut}"), scale=100.0) for cut in GRADED_CUTS]
+            + [_number(entry.get(f"R_eq1@{cut}"), scale=100.0) for cut in GRADED_CUTS]
+            for name, entry in eq1.items()
+        ]
+        lines += [
+            "",
+            "## Recall: R^V (eq. 2, any positive) vs R (eq. 1, share of positives) ×100",
+            "",
+        ]
+        lines += _table(header, rows)
+    graded = {name: entry for name, entry in tasks.items() if "NCS@1" in entry}
+    if graded:
+        header = ["task"] + [f"NCS@{cut}" for cut in GRADED_CUTS]
+        header += [f"NCS nonGT@{cut}" for cut in GRADED_CUTS]
+        header += [f"SR@{cut}" for cut in GRADED_CUTS] + [f"SR nonGT@{cut}" for cut in GRADED_CUTS]
+        rows = [
+            [name]
+            + [
+                _number(entry.get(f"{key}@{cut}"), scale=100.0)
+                for key in ("NCS", "NCS_nonGT", "SR", "SR_nonGT")
+                for cut in GRADED_CUTS
+            ]
+            for name, entry in graded.items()
+        ]
+        cider = report.get("cider") or {}
+        m_values = ", ".join(f"{name}: m = {entry.get('SR_m')}" for name, entry in graded.items())
+        lines += ["", "## CIDEr-D graded metrics (Biten et al. 2022; ×100)", ""]
+        lines += _table(header, rows)
+        lines += [
+            "",
+            "NCS@K = Σ CIDEr-D of the top K ÷ Σ CIDEr-D of the ideal top K; SR@K = share of the "
+            f"m best CIDEr-D targets found in the top K ({m_values}); nonGT: MS-COCO's own "
+            "pairs removed from both lists. CIDEr-D matrix "
+            f"`{cider.get('cache_file')}` ({'built' if cider.get('built') else 'cached'}, "
+            f"{cider.get('build_seconds')} s to build).",
+        ]
+    if report.get("graded_curves"):
+        lines += ["", f"![R, NCS and SR at K]({GRADED_PLOT})"]
+    views: Mapping[str, Any] = report.get("false_negatives") or {}
+    if views:
+        lines += ["", "## False negatives of MS-COCO's labels (% of top-K results)", ""]
+        header = ["direction", "K", "results", "COCO wrong", "… CxC ≥ 3", "… CIDEr-D top-m"]
+        header += ["… either", "… CxC rated"]
+        rows = []
+        for direction, view in views.items():
+            for cut in GRADED_CUTS:
+                if f"results@{cut}" not in view:
+                    continue
+                rows.append(
+                    [direction, str(cut), _number(view.get(f"results@{cut}"))]
+                    + [
+                        _number(view.get(f"{key}@{cut}"), scale=100.0)
+                        for key in ("wrong", "wrong_cxc", "wrong_cider", "wrong_either")
+                    ]
+                    + [_number(view.get(f"wrong_cxc_rated@{cut}"), scale=100.0)]
+                )
+        lines += _table(header, rows)
+        for direction, view in views.items():
+            examples = view.get("examples") or []
+            if not examples:
+                continue
+            lines += ["", f"Strongest {direction} examples (COCO says wrong):", ""]
+            lines += _table(
+                ["query", "retrieved", "rank", "CxC", "CIDEr-D", "COCO", "caption"],
+                [
+                    [
+                        f"`{example.get('query')}`",
+                        f"`{example.get('retrieved')}`",
+                        _number(example.get("rank")),
+                        _number(example.get("cxc_score"), digits=2),
+                        _number(example.get("cider_d"), digits=2),
+                        str(example.get("coco_label")),
+                        str(example.get("caption", "")).replace("|", "/"),
+                    ]
+                    for example in examples
+                ],
+            )
+        lines += ["", f"![false negatives]({FALSE_NEGATIVES_PLOT})"]
+    return lines

@@ -2,6 +2,9 @@
 
 python -m encoders export minilm --out artifacts/variants/minilm-l6-v2 [--name N] [--force]
 python -m encoders export efficientnet --out artifacts/variants/efficientnet-lite0
+python -m encoders export clip --from ~/models/clip-vit-base-patch32 --out artifacts/variants/b32
+python -m encoders quantize --from artifacts/variants/minilm-l6-v2 --precision int8 \
+    --out artifacts/variants/minilm-l6-v2-int8 --captions captions_val.csv
 python -m encoders info artifacts/variants/minilm-l6-v2
 python -m encoders embed artifacts/variants/minilm-l6-v2 "a dog on a couch" "a cat"
 python -m encoders embed-images artifacts/variants/efficientnet-lite0 photo.jpg other.png
@@ -19,7 +22,15 @@ from pathlib import Path
 from encoders.parity import DEFAULT_PARITY_THRESHOLD, ParityError
 from encoders.providers import PROVIDER_REQUESTS, ProviderError
 from encoders.training.cli import add_train_command
-from encoders.variant import VariantError, load_variant_manifest, verify_variant_files
+from encoders.variant import (
+    ParityReport,
+    Tower,
+    VariantError,
+    VariantManifest,
+    load_variant_manifest,
+    parity_status,
+    verify_variant_files,
+)
 
 logger = logging.getLogger("encoders")
 
@@ -58,14 +69,24 @@ def _parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "model",
-        choices=["minilm", "efficientnet"],
-        help="minilm: all-MiniLM-L6-v2 (text); efficientnet: EfficientNet-Lite0 (image)",
+        choices=["minilm", "efficientnet", "clip"],
+        help="minilm: all-MiniLM-L6-v2 (text); efficientnet: EfficientNet-Lite0 (image); clip: "
+        "a Hugging Face or open_clip CLIP checkpoint folder given by --from (text + image)",
     )
     export.add_argument("--out", type=Path, required=True, help="variant folder to create")
     export.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        help="clip only: the checkpoint folder (Hugging Face save_pretrained layout, or "
+        "open_clip_config.json + weights + tokenizer.json)",
+    )
+    export.add_argument(
         "--name",
         default=None,
-        help="variant name (default: minilm-l6-v2 or efficientnet-lite0, after the model)",
+        help="variant name (default: minilm-l6-v2 or efficientnet-lite0 after the model; for "
+        "clip the --from folder's name)",
     )
     export.add_argument("--force", action="store_true", help="replace an existing --out folder")
     export.add_argument(
@@ -75,6 +96,42 @@ def _parser() -> argparse.ArgumentParser:
         help="minimum cosine against the PyTorch model on every parity text or image",
     )
     export.set_defaults(handler=_export)
+
+    quantize = commands.add_parser(
+        "quantize",
+        parents=[common],
+        help="derive an int8 (CPU) or fp16 (GPU) variant from an fp32 one, with parity numbers",
+    )
+    quantize.add_argument(
+        "--from", dest="source", type=Path, required=True, help="the fp32 variant folder"
+    )
+    quantize.add_argument("--precision", required=True, choices=["int8", "fp16"])
+    quantize.add_argument("--out", type=Path, required=True, help="variant folder to create")
+    quantize.add_argument(
+        "--name", default=None, help="variant name (default: <source name>-<precision>)"
+    )
+    quantize.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    quantize.add_argument(
+        "--captions",
+        type=Path,
+        default=None,
+        help="Karpathy captions CSV whose first --caption-count texts join the parity texts",
+    )
+    quantize.add_argument("--caption-count", type=int, default=1000)
+    quantize.add_argument(
+        "--parity-threshold",
+        type=float,
+        default=DEFAULT_PARITY_THRESHOLD,
+        help="minimum cosine against the fp32 variant for the report to say 'passed' (below it "
+        "the variant is still written, labelled 'below_bar')",
+    )
+    quantize.add_argument(
+        "--providers",
+        default="cpu",
+        choices=PROVIDER_REQUESTS,
+        help="where both variants run for the parity check (fp16 is meant for cuda)",
+    )
+    quantize.set_defaults(handler=_quantize)
 
     info = commands.add_parser(
         "info", parents=[common], help="print a variant's manifest and verify its files"
@@ -113,12 +170,17 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _export(arguments: argparse.Namespace) -> int:
+    if arguments.source is not None and arguments.model != "clip":
+        logger.error("--from is for 'export clip' only")
+        return EXIT_FAILED
     if arguments.model == "efficientnet":
         return _export_efficientnet(arguments)
     # Belt and braces: loading is from local paths with local_files_only, and this makes any
     # stray hub lookup in transformers fail fast instead of waiting on the network. Set before
     # transformers is first imported, which reads it at import time.
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if arguments.model == "clip":
+        return _export_clip(arguments)
     # Imported here: only export needs torch (the optional "export" extra).
     from encoders.export_minilm import DEFAULT_VARIANT_NAME, export_minilm
 
@@ -154,6 +216,70 @@ def _export_efficientnet(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _export_clip(arguments: argparse.Namespace) -> int:
+    if arguments.source is None:
+        logger.error("export clip needs --from CHECKPOINT_DIR")
+        return EXIT_FAILED
+    # Imported here: only export needs torch and transformers.
+    from encoders.export_clip import default_variant_name, export_clip
+    from encoders.open_clip_convert import OpenClipConversionError
+
+    try:
+        manifest = export_clip(
+            arguments.source,
+            arguments.out,
+            name=arguments.name or default_variant_name(arguments.source),
+            overwrite=arguments.force,
+            parity_threshold=arguments.parity_threshold,
+        )
+    except OpenClipConversionError as error:
+        logger.error("%s", error)
+        return EXIT_FAILED
+    print(f"exported {manifest.name} to {arguments.out} (fingerprint {manifest.fingerprint})")
+    return EXIT_OK
+
+
+def _quantize(arguments: argparse.Namespace) -> int:
+    # Imported here: quantization needs the onnx package (the "export" extra).
+    from encoders.quantize import derive_variant
+
+    manifest = derive_variant(
+        arguments.source,
+        arguments.out,
+        arguments.precision,
+        name=arguments.name,
+        overwrite=arguments.force,
+        captions_csv=arguments.captions,
+        captions=arguments.caption_count,
+        parity_threshold=arguments.parity_threshold,
+        providers=arguments.providers,
+    )
+    print(f"derived {manifest.name} ({manifest.precision}) to {arguments.out}")
+    for tower, report in _tower_reports(manifest).items():
+        print(
+            f"  {tower:5} parity {report.status}: min cosine {report.min_cosine:.6f}, mean "
+            f"{report.mean_cosine:.6f} on {report.inputs} inputs (threshold {report.threshold})"
+        )
+    return EXIT_OK
+
+
+def _tower_reports(manifest: VariantManifest) -> dict[Tower, ParityReport]:
+    """Per-tower parity reports, or the single report of a one-tower variant under its name."""
+    if manifest.parity_by_tower:
+        return dict(manifest.parity_by_tower)
+    return {manifest.towers[0]: manifest.parity} if manifest.parity is not None else {}
+
+
+def _parity_line(report: ParityReport) -> str:
+    """One report's numbers and its label (recomputed for manifests older than the label)."""
+    status = report.status or parity_status(report.min_cosine, report.threshold)
+    return (
+        f"min cosine {report.min_cosine:.6f}, mean {report.mean_cosine:.6f}, max abs diff "
+        f"{report.max_abs_diff:.2e} on {report.inputs} inputs (threshold {report.threshold}): "
+        f"{status}"
+    )
+
+
 def _info(arguments: argparse.Namespace) -> int:
     manifest = load_variant_manifest(arguments.variant_dir)
     print(f"variant      {manifest.name} (schema {manifest.schema_version})")
@@ -178,13 +304,16 @@ def _info(arguments: argparse.Namespace) -> int:
     print(f"source       {source.base_model} via {source.package} {source.package_version}")
     if source.exporter:
         print(f"exporter     {source.exporter}")
-    if manifest.parity is not None:
-        parity = manifest.parity
+    if manifest.derived_from is not None:
+        derived = manifest.derived_from
         print(
-            f"parity       min cosine {parity.min_cosine:.6f}, mean {parity.mean_cosine:.6f}, "
-            f"max abs diff {parity.max_abs_diff:.2e} on {parity.inputs} inputs "
-            f"(threshold {parity.threshold})"
+            f"derived from {derived.name} ({derived.precision}, {derived.fingerprint[:12]}…) for "
+            f"{derived.target}: {derived.method}"
         )
+    if manifest.parity is not None:
+        print(f"parity       {_parity_line(manifest.parity)}")
+    for tower, report in (manifest.parity_by_tower or {}).items():
+        print(f"  {tower:11}{_parity_line(report)}")
     print(f"created_at   {manifest.created_at.isoformat()}")
     for name, digest in sorted(manifest.files.items()):
         print(f"file         {name}  sha256 {digest}")

@@ -51,6 +51,7 @@ from PIL import Image
 from encoders.hashing import sha256_files
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.image_preprocess import preprocess_images
+from encoders.onnx_export import export_tower
 from encoders.parity import DEFAULT_PARITY_THRESHOLD, check_parity, compare_embeddings
 from encoders.parity_images import parity_images
 from encoders.staging import staged_directory
@@ -275,17 +276,7 @@ def _export_onnx(module: torch.nn.Module, onnx_path: Path, opset: int) -> None:
     height, width = EFFICIENTNET_LITE0_TOWER.input_size
     # Two rows, so nothing batch-size-specific can be folded into the graph.
     example = torch.rand(2, 3, height, width, generator=torch.Generator().manual_seed(0))
-    with warnings.catch_warnings(), torch.no_grad():
-        # The TorchScript exporter is deprecated in favour of dynamo; torch is pinned, so the
-        # deprecation cannot bite unnoticed, and it exports this CNN in a few seconds.
-        warnings.filterwarnings(
-            "ignore",
-            message="You are using the legacy TorchScript-based ONNX export",
-            category=DeprecationWarning,
-        )
-        warnings.filterwarnings(
-            "ignore", message="The feature will be removed", category=DeprecationWarning
-        )
+    with warnings.catch_warnings():
         # The blocks' static "same" padding (ZeroPad2d) is exported as a Pad whose pads input is
         # computed by a reversing Slice over constants, which the exporter cannot fold;
         # onnxruntime folds it when the session is created, and parity covers the result.
@@ -294,16 +285,14 @@ def _export_onnx(module: torch.nn.Module, onnx_path: Path, opset: int) -> None:
             message="Constant folding - Only steps=1 can be constant folded",
             category=UserWarning,
         )
-        torch.onnx.export(
+        export_tower(
             module,
             (example,),
-            str(onnx_path),
-            input_names=[INPUT_NAME],
-            output_names=[OUTPUT_NAME],
-            dynamic_axes={INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}},
-            opset_version=opset,
-            do_constant_folding=True,
-            dynamo=False,
+            onnx_path,
+            [INPUT_NAME],
+            OUTPUT_NAME,
+            {INPUT_NAME: {0: "batch"}, OUTPUT_NAME: {0: "batch"}},
+            opset,
         )
     logger.info("traced and exported the ONNX graph in %.1f s", time.perf_counter() - started)
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from encoders.variant import ParityReport
+from encoders.variant import ParityReport, Tower, parity_status
 
 DEFAULT_PARITY_THRESHOLD: Final = 0.999
 _WORST_INPUT_CHARS: Final = 80
@@ -30,7 +31,8 @@ def compare_embeddings(
 
     Row ``i`` of both arrays must embed ``inputs[i]``. Cosines are computed on float64 copies
     normalised here, so un-normalised arrays compare fairly; ``max_abs_diff`` is taken on the raw
-    values. Raises ``ValueError`` on mismatched or empty shapes.
+    values. ``status`` is "passed" when the minimum cosine reaches ``threshold``, else
+    "below_bar". Raises ``ValueError`` on mismatched or empty shapes.
     """
     if candidate.shape != reference.shape or candidate.ndim != 2 or len(candidate) == 0:
         raise ValueError(
@@ -45,15 +47,63 @@ def compare_embeddings(
     cosines = np.einsum("ij,ij->i", left, right) / norms
     # NaN (from a zero or non-finite row) sorts as the worst so it can never pass unseen.
     worst = int(np.argmin(np.nan_to_num(cosines, nan=-np.inf)))
+    min_cosine = float(np.min(cosines))
     return ParityReport(
         reference=reference_name,
         inputs=len(candidate),
-        min_cosine=float(np.min(cosines)),
+        min_cosine=min_cosine,
         mean_cosine=float(np.mean(cosines)),
         max_abs_diff=float(np.max(np.abs(left - right))),
         threshold=threshold,
         worst_input=repr(inputs[worst])[:_WORST_INPUT_CHARS],
+        status=parity_status(min_cosine, threshold),
     )
+
+
+@dataclass(frozen=True)
+class TowerEmbeddings:
+    """One tower's embeddings of the same ``inputs`` by the variant and by its reference.
+
+    ``candidate`` and ``reference``: float ``[n, d]``; row ``i`` of both embeds ``inputs[i]``.
+    """
+
+    candidate: npt.NDArray[np.floating]
+    reference: npt.NDArray[np.floating]
+    inputs: Sequence[str]
+
+
+def compare_towers(
+    towers: Mapping[Tower, TowerEmbeddings],
+    *,
+    reference_name: str,
+    threshold: float = DEFAULT_PARITY_THRESHOLD,
+) -> tuple[ParityReport, dict[Tower, ParityReport]]:
+    """``compare_embeddings`` over every tower at once and over each tower alone.
+
+    Returns ``(overall, by_tower)``: the overall report's minimum is the worst input of any
+    tower; its input names are prefixed with the tower ("text 'a dog'", "image chelsea/...").
+    Every tower must share one embedding dimension. Raises ``ValueError`` for no towers.
+    """
+    if not towers:
+        raise ValueError("compare_towers needs at least one tower")
+    by_tower = {
+        tower: compare_embeddings(
+            pair.candidate,
+            pair.reference,
+            pair.inputs,
+            reference_name=reference_name,
+            threshold=threshold,
+        )
+        for tower, pair in towers.items()
+    }
+    overall = compare_embeddings(
+        np.concatenate([pair.candidate for pair in towers.values()]),
+        np.concatenate([pair.reference for pair in towers.values()]),
+        [f"{tower} {name}" for tower, pair in towers.items() for name in pair.inputs],
+        reference_name=reference_name,
+        threshold=threshold,
+    )
+    return overall, by_tower
 
 
 def check_parity(report: ParityReport) -> None:

@@ -8,7 +8,9 @@ data file. The set covers what breaks exports: padding (mixed lengths in one bat
 
 from __future__ import annotations
 
+import csv
 import random
+from pathlib import Path
 from typing import Final
 
 _SUBJECTS: Final = (
@@ -110,3 +112,21 @@ def parity_texts(seed: int = 0) -> list[str]:
         " ".join(str(number) for number in range(400)),
     ]
     return captions + list(_EDGE_CASES) + long_texts
+
+
+def caption_texts(captions_csv: Path, limit: int) -> list[str]:
+    """The ``text`` column of the first ``limit`` rows of a Karpathy captions CSV, in file order.
+
+    Real captions complement the generated set when a reduced-precision variant is compared with
+    its fp32 source. Raises ``ValueError`` when the file has no ``text`` column.
+    """
+    with Path(captions_csv).open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None or "text" not in reader.fieldnames:
+            raise ValueError(f"{captions_csv} has no 'text' column: {reader.fieldnames}")
+        texts: list[str] = []
+        for row in reader:
+            if len(texts) >= limit:
+                break
+            texts.append(row["text"])
+    return texts

@@ -136,6 +136,44 @@ class ParityReport(_ManifestPart):
     max_abs_diff: float = Field(description="Largest absolute difference of any coordinate.")
     threshold: float = Field(description="The minimum cosine the variant had to reach.")
     worst_input: str = Field(description="The input with the lowest cosine (shortened).")
+    status: Literal["passed", "below_bar"] | None = Field(
+        default=None,
+        description="passed: min_cosine ≥ threshold; below_bar: it is not (the variant was kept "
+        "anyway, e.g. an int8 derivation). Absent in manifests written before it existed.",
+    )
+
+    @model_validator(mode="after")
+    def _status_matches_the_numbers(self) -> ParityReport:
+        # A hand-edited or buggy manifest must not call a variant "passed" that is not.
+        if self.status is not None and self.status != parity_status(
+            self.min_cosine, self.threshold
+        ):
+            raise ValueError(
+                f"status {self.status!r} contradicts min_cosine {self.min_cosine} and "
+                f"threshold {self.threshold}"
+            )
+        return self
+
+
+def parity_status(min_cosine: float, threshold: float) -> Literal["passed", "below_bar"]:
+    """Return "passed" when ``min_cosine`` is a number ≥ ``threshold``, else "below_bar".
+
+    Written as a ``>=`` test so that a NaN minimum is "below_bar".
+    """
+    return "passed" if min_cosine >= threshold else "below_bar"
+
+
+class DerivedFrom(_ManifestPart):
+    """The fp32 variant a reduced-precision variant was computed from, and how."""
+
+    name: VariantName
+    fingerprint: Sha256Hex = Field(description="The source variant's fingerprint.")
+    precision: Precision = Field(description="The source variant's precision.")
+    method: str = Field(description="Tool, version and settings of the conversion.")
+    target: Literal["cpu", "gpu"] = Field(
+        description="Where this precision is meant to run: int8 dynamic quantisation is a CPU "
+        "format; fp16 is meant for GPUs (onnxruntime's CPU provider runs it, but not faster)."
+    )
 
 
 class VariantManifest(_ManifestPart):
@@ -154,6 +192,13 @@ class VariantManifest(_ManifestPart):
     )
     source_model: SourceModel
     parity: ParityReport | None = None
+    parity_by_tower: dict[Tower, ParityReport] | None = Field(
+        default=None,
+        description="Per-tower parity of a two-tower variant; ``parity`` is over both towers.",
+    )
+    derived_from: DerivedFrom | None = Field(
+        default=None, description="Set on fp16/int8 variants computed from an fp32 variant."
+    )
     created_at: AwareDatetime = Field(description="When the variant was exported (UTC).")
 
     @model_validator(mode="after")

@@ -379,6 +379,9 @@ class VariantInfo(BaseModel):
         description="Providers in use, per tower (e.g. {'text': [...], 'image': [...]})."
     )
     fingerprint: str
+    bundle_versions: dict[str, str] = Field(
+        description="Served bundles embedded by this variant: bundle name → version served."
+    )
     max_tokens: int | None = Field(
         description="Text truncation length in tokens; null without a text tower."
     )
@@ -405,6 +408,9 @@ class CollectionInfo(BaseModel):
     bundle_version: str
     factory: str
     metric: str
+    index_device: str = Field(
+        description="Where faiss searches it: 'cpu' or 'gpu' (setting faiss_device)."
+    )
 
 
 class CollectionsResponse(BaseModel):

@@ -9,12 +9,14 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from encoders.providers import ProviderKeyword, is_provider_name
 from index_builder.bundle import CURRENT_FILE
+from service.index_placement import FaissDevice
 
 MIB = 1 << 20
 KIB = 1 << 10
@@ -32,7 +34,7 @@ _KEY_CHARS = re.compile(r"^[\x21-\x2b\x2d-\x7e]+$")
 _ORIGIN = re.compile(r"^https?://[^/\s]+$")
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 
-ProviderChoice = Literal["auto", "cpu", "cuda"]
+ProviderChoice = ProviderKeyword
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
 
@@ -77,9 +79,16 @@ class Settings(BaseSettings):
             "several loaded and none set, a request without 'variant' gets 422 invalid_input."
         ),
     )
-    providers: ProviderChoice = Field(
+    providers: Annotated[ProviderChoice | tuple[str, ...], NoDecode] = Field(
         default="auto",
-        description="onnxruntime providers: auto (CUDA when present, else CPU), cpu or cuda.",
+        description=(
+            "onnxruntime providers: auto (TensorRT when onnxruntime lists it and libnvinfer "
+            "loads, then CUDA when listed, then CPU), cpu, cuda (refuses to start unless the "
+            "session really runs on CUDA), tensorrt (likewise for TensorRT), or a forced list "
+            "of provider names in priority order, comma-separated (e.g. "
+            "CUDAExecutionProvider,CPUExecutionProvider; each must really run). What runs is "
+            "reported per tower by /v1/variants."
+        ),
     )
     intra_op_threads: int = Field(
         default=1,
@@ -98,6 +107,16 @@ class Settings(BaseSettings):
             "OpenMP threads of faiss, set once per process by `python -m service serve`; 0 = "
             "faiss's default (one per core). 1 suits one-query searches running side by side: "
             "on 2 CPU cores a 25k x 384 exact search took 1.6 ms with 1 thread, 11.7 ms with 2."
+        ),
+    )
+    faiss_device: FaissDevice = Field(
+        default="auto",
+        description=(
+            "Where faiss searches: auto (flat and IVF indexes on GPU 0 when the faiss build has "
+            "GPU support and sees a GPU, else CPU; HNSW and other kinds stay on CPU), cpu, or "
+            "gpu (refuses to start unless every index moves to the GPU). Searches asking for "
+            "more rows than the GPU can select (k > 2048) run on the CPU copy. What runs is "
+            "reported per collection by /v1/collections."
         ),
     )
     verify_bundle_hashes: bool = Field(
@@ -303,6 +322,39 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             names = [name.strip() for name in value.split(",")]
             return [name for name in names if name]
+        return value
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _split_provider_list(cls, value: object) -> object:
+        """A keyword stays a keyword (any case); anything else is a comma-separated list."""
+        if isinstance(value, str):
+            text = value.strip()
+            if text.lower() in get_args(ProviderChoice):
+                return text.lower()
+            return tuple(part.strip() for part in text.split(",") if part.strip())
+        if isinstance(value, list):
+            return tuple(value)
+        return value
+
+    @field_validator("providers")
+    @classmethod
+    def _provider_names_are_names(
+        cls, value: ProviderChoice | tuple[str, ...]
+    ) -> ProviderChoice | tuple[str, ...]:
+        if not isinstance(value, tuple):
+            return value
+        keywords = ", ".join(get_args(ProviderChoice))
+        if not value:
+            raise ValueError(f"must be one of {keywords} or a list of provider names")
+        bad = [name for name in value if not is_provider_name(name)]
+        if bad:
+            raise ValueError(
+                f"{bad} are neither keywords ({keywords}) nor onnxruntime provider names "
+                "(e.g. CUDAExecutionProvider)"
+            )
+        if len(set(value)) != len(value):
+            raise ValueError(f"provider names repeat: {list(value)}")
         return value
 
     @field_validator("read_keys", "admin_keys", "cors_origins", mode="before")

@@ -13,6 +13,7 @@ ties are common, not theoretical.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -35,6 +36,7 @@ from index_builder.bundle import (
     resolve_current,
 )
 from service.errors import ErrorCode, ServiceError, quoted
+from service.index_placement import FaissPlacementError, place_index
 from service.settings import Settings
 
 if TYPE_CHECKING:
@@ -151,6 +153,8 @@ class ServedCollection:
     bundle: str
     bundle_version: str
     collection: LoadedCollection
+    index_device: str = "cpu"
+    """Where faiss searches this collection: ``"cpu"`` or ``"gpu"`` (see ``faiss_device``)."""
 
     @property
     def name(self) -> str:
@@ -212,6 +216,15 @@ class LiveIndexStore:
     def bundle_versions(self) -> dict[str, str]:
         """Served bundle name → the version being served, sorted by name."""
         versions = {served.bundle: served.bundle_version for served in self._collections.values()}
+        return dict(sorted(versions.items()))
+
+    def bundle_versions_of(self, variant: str) -> dict[str, str]:
+        """Bundle name → served version, for the bundles embedded by ``variant``, by name."""
+        versions = {
+            served.bundle: served.bundle_version
+            for served in self._collections.values()
+            if served.variant == variant
+        }
         return dict(sorted(versions.items()))
 
     def with_collections(self, collections: Iterable[ServedCollection]) -> LiveIndexStore:
@@ -456,6 +469,37 @@ def _apply_search_params(served: ServedCollection) -> None:
             ) from exc
 
 
+def _placed(served: ServedCollection, settings: Settings) -> ServedCollection:
+    """``served`` with its index placed for serving by the ``faiss_device`` setting (a GPU
+    clone where faiss can make one). Call after :func:`_apply_search_params`.
+
+    Raises :class:`StoreLoadError` when ``faiss_device=gpu`` and the index cannot go there.
+    """
+    collection = served.collection
+    try:
+        placement = place_index(
+            collection.index, settings.faiss_device, search_params=collection.search_params
+        )
+    except FaissPlacementError as exc:
+        raise StoreLoadError(
+            f"bundle {served.bundle}@{served.bundle_version}: collection {served.name!r}: {exc}"
+        ) from exc
+    logger.info(
+        "collection %s of %s@%s (%s) searches on %s: %s",
+        served.name,
+        served.bundle,
+        served.bundle_version,
+        collection.factory,
+        placement.device,
+        placement.reason,
+    )
+    return dataclasses.replace(
+        served,
+        collection=dataclasses.replace(collection, index=placement.index),
+        index_device=placement.device,
+    )
+
+
 def _check_encoders_fit(
     variant_name: str, encoders: VariantEncoders, bundles: Sequence[tuple[str, LoadedBundle]]
 ) -> None:
@@ -554,7 +598,7 @@ def load_store(settings: Settings, encoder_factory: EncoderFactory) -> LiveIndex
     ]
     for one in served:
         _apply_search_params(one)
-    store = LiveIndexStore(variants, served)
+    store = LiveIndexStore(variants, [_placed(one, settings) for one in served])
     logger.info("store ready in %.0f ms", (time.perf_counter() - started) * 1000.0)
     return store
 
@@ -674,8 +718,9 @@ def reload_bundles(
     try:
         for one in fresh:
             _apply_search_params(one)
+        placed = [_placed(one, settings) for one in fresh]
         kept = [served for served in store.collections if served.bundle not in loaded]
-        reloaded = store.with_collections(kept + fresh)
+        reloaded = store.with_collections(kept + placed)
     except StoreLoadError as error:
         first = next(iter(loaded.values()))
         raise _rejected(first.name, first.version, str(error)) from error

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +35,7 @@ from PIL import Image
 from encoders.hashing import sha256_files
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.image_preprocess import preprocess_images
+from encoders.onnx_export import export_tower
 from encoders.parity import DEFAULT_PARITY_THRESHOLD, check_parity, compare_embeddings
 from encoders.staging import staged_directory
 from encoders.text_encoder import OnnxTextEncoder
@@ -174,7 +174,7 @@ def _export_text(trained: TrainedModel, path: Path, opset: int) -> None:
     inputs = (torch.from_numpy(example.input_ids), torch.from_numpy(example.attention_mask))
     axes: dict[str, dict[int, str]] = {name: {0: "batch", 1: "sequence"} for name in TEXT_INPUTS}
     axes[OUTPUT_NAME] = {0: "batch"}
-    _export(trained.model.text, inputs, path, list(TEXT_INPUTS), axes, opset)
+    export_tower(trained.model.text, inputs, path, TEXT_INPUTS, OUTPUT_NAME, axes, opset)
 
 
 def _export_image(trained: TrainedModel, path: Path, opset: int) -> None:
@@ -183,40 +183,7 @@ def _export_image(trained: TrainedModel, path: Path, opset: int) -> None:
     # Two rows, so nothing batch-size-specific can be folded into the graph.
     example = torch.rand(2, 3, height, width, generator=torch.Generator().manual_seed(0))
     axes = {IMAGE_INPUT: {0: "batch"}, OUTPUT_NAME: {0: "batch"}}
-    _export(trained.model.image, (example,), path, [IMAGE_INPUT], axes, opset)
-
-
-def _export(
-    module: torch.nn.Module,
-    inputs: tuple[torch.Tensor, ...],
-    path: Path,
-    input_names: list[str],
-    dynamic_axes: dict[str, dict[int, str]],
-    opset: int,
-) -> None:
-    """``torch.onnx.export`` with the TorchScript exporter and its known-harmless warnings off."""
-    with warnings.catch_warnings(), torch.no_grad():
-        # The TorchScript exporter is deprecated in favour of dynamo; torch is pinned, so the
-        # deprecation cannot bite unnoticed, and it exports these small graphs in a second.
-        warnings.filterwarnings(
-            "ignore",
-            message="You are using the legacy TorchScript-based ONNX export",
-            category=DeprecationWarning,
-        )
-        warnings.filterwarnings(
-            "ignore", message="The feature will be removed", category=DeprecationWarning
-        )
-        torch.onnx.export(
-            module,
-            inputs,
-            str(path),
-            input_names=input_names,
-            output_names=[OUTPUT_NAME],
-            dynamic_axes=dynamic_axes,
-            opset_version=opset,
-            do_constant_folding=True,
-            dynamo=False,
-        )
+    export_tower(trained.model.image, (example,), path, [IMAGE_INPUT], OUTPUT_NAME, axes, opset)
 
 
 def _measure_parity(

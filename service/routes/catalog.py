@@ -46,8 +46,8 @@ async def item(
     summary="Loaded encoder variants",
 )
 async def variants(store: StoreDep) -> VariantsResponse:
-    """Every loaded variant with its towers, providers (per tower), precision and
-    fingerprint."""
+    """Every loaded variant with its towers, providers really in use (per tower, from
+    ``session.get_providers()``), precision, fingerprint and the bundle versions it serves."""
     return VariantsResponse(
         variants=[
             VariantInfo(
@@ -58,6 +58,7 @@ async def variants(store: StoreDep) -> VariantsResponse:
                 providers=variant.providers,
                 tower_providers=variant.providers_by_tower,
                 fingerprint=variant.fingerprint,
+                bundle_versions=store.bundle_versions_of(variant.name),
                 max_tokens=variant.max_tokens,
                 image_size=list(size) if (size := variant.image_input_size) else None,
                 default=variant.is_default,
@@ -74,7 +75,8 @@ async def variants(store: StoreDep) -> VariantsResponse:
     summary="Served collections",
 )
 async def collections(store: StoreDep) -> CollectionsResponse:
-    """Every served collection with its size, bundle version and index type."""
+    """Every served collection with its size, bundle version, index type and the device faiss
+    searches it on."""
     return CollectionsResponse(
         collections=[
             CollectionInfo(
@@ -86,6 +88,7 @@ async def collections(store: StoreDep) -> CollectionsResponse:
                 bundle_version=served.bundle_version,
                 factory=served.collection.factory,
                 metric=served.collection.metric,
+                index_device=served.index_device,
             )
             for served in store.collections
         ]

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from tests.service.fakes import CAPTIONS, FAKE_DIM, FAKE_FINGERPRINT, FAKE_VARIANT, caption_id
+from tests.service.conftest import Multimodal
+from tests.service.fakes import (
+    CAPTIONS,
+    CLIP_VARIANT,
+    FAKE_DIM,
+    FAKE_FINGERPRINT,
+    FAKE_VARIANT,
+    PIXELS_VARIANT,
+    caption_id,
+)
 
 
 def test_item_with_colons_in_its_id(client: TestClient) -> None:
@@ -47,6 +56,7 @@ def test_variants(client: TestClient) -> None:
                 "providers": ["CPUExecutionProvider"],
                 "tower_providers": {"text": ["CPUExecutionProvider"]},
                 "fingerprint": FAKE_FINGERPRINT,
+                "bundle_versions": {"coco-captions": "20260101T000000Z"},
                 "max_tokens": 128,
                 "image_size": None,
                 "default": True,
@@ -69,6 +79,16 @@ def test_collections(client: TestClient) -> None:
                 "bundle_version": "20260101T000000Z",
                 "factory": "Flat",
                 "metric": "ip",
+                "index_device": "cpu",
             }
         ]
+    }
+
+
+def test_each_variant_reports_the_bundle_versions_it_serves(multimodal: Multimodal) -> None:
+    variants = multimodal.client.get("/v1/variants").json()["variants"]
+    assert {v["name"]: v["bundle_versions"] for v in variants} == {
+        CLIP_VARIANT: {"coco-clip": "20260101T000000Z"},
+        FAKE_VARIANT: {"coco-captions": "20260101T000000Z"},
+        PIXELS_VARIANT: {"coco-pixels": "20260101T000000Z"},
     }

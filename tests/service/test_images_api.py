@@ -235,6 +235,7 @@ def test_variants_report_towers_and_the_providers_of_each(multimodal: Multimodal
             "image": ["CUDAExecutionProvider", "CPUExecutionProvider"],
         },
         "fingerprint": CLIP_FINGERPRINT,
+        "bundle_versions": {"coco-clip": "20260101T000000Z"},
         "max_tokens": 128,
         "image_size": [224, 224],
         "default": True,

@@ -263,3 +263,51 @@ def test_unsafe_combinations_say_how_to_fix_them() -> None:
         Settings(admin_reload=True)
     with pytest.raises(ValidationError, match="list the origins"):
         Settings(cors_origins=["*"], cors_allow_credentials=True)
+
+
+@pytest.mark.parametrize(
+    ("environment", "expected"),
+    [
+        ("auto", "auto"),
+        ("CUDA", "cuda"),
+        (" tensorrt ", "tensorrt"),
+        (
+            "CUDAExecutionProvider, CPUExecutionProvider",
+            ("CUDAExecutionProvider", "CPUExecutionProvider"),
+        ),
+        ("TensorrtExecutionProvider", ("TensorrtExecutionProvider",)),
+    ],
+)
+def test_providers_take_a_keyword_or_a_forced_list_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, environment: str, expected: object
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_PROVIDERS", environment)
+    assert Settings().providers == expected
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ("gpu", "neither keywords"),
+        ("CUDAExecutionProvider,cuda", "neither keywords"),
+        ("CPUExecutionProvider,CPUExecutionProvider", "repeat"),
+        (",", "must be one of"),
+    ],
+)
+def test_bad_provider_settings_are_refused(
+    monkeypatch: pytest.MonkeyPatch, environment: str, message: str
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_PROVIDERS", environment)
+    with pytest.raises(ValidationError, match=message):
+        Settings()
+
+
+def test_faiss_device_defaults_to_auto_and_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings().faiss_device == "auto"
+    monkeypatch.setenv("CRISSCROSS_FAISS_DEVICE", "cpu")
+    assert Settings().faiss_device == "cpu"
+    monkeypatch.setenv("CRISSCROSS_FAISS_DEVICE", "tpu")
+    with pytest.raises(ValidationError, match="faiss_device"):
+        Settings()
