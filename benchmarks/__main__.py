@@ -31,8 +31,9 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 
@@ -50,6 +51,8 @@ from benchmarks.cxc import BenchmarkSetupError, CxcRunConfig, run_cxc, write_out
 from benchmarks.images import IMAGE_QUERY_MODES
 from benchmarks.loadrun import DEFAULT_FRACTIONS, LoadRunConfig, run_load, write_load_outputs
 from benchmarks.plan import ALL_TASKS
+
+RunT = TypeVar("RunT")
 
 logger = logging.getLogger("benchmarks")
 
@@ -394,8 +397,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args)
     except ValueError as error:
         parser.error(str(error))
+    return _run_and_report(run_cxc(config), write_outputs, args.out, "benchmark")
+
+
+def _run_and_report(
+    job: Coroutine[Any, Any, RunT],
+    write: Callable[[RunT, Path], dict[str, Path]],
+    out: Path,
+    what: str,
+) -> int:
+    """Run ``job``, write its outputs under ``out`` and print its Markdown; 1 when the service
+    or the data made it fail (logged, no traceback unless DEBUG)."""
     try:
-        run = asyncio.run(run_cxc(config))
+        run = asyncio.run(job)
     except (
         ServiceError,
         ServiceNotReadyError,
@@ -404,10 +418,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         httpx.HTTPError,
         OSError,
     ) as error:
-        logger.error("benchmark failed: %s", error)
+        logger.error("%s failed: %s", what, error)
         logger.debug("traceback", exc_info=True)
         return 1
-    written = write_outputs(run, args.out)
+    written = write(run, out)
     for kind, path in written.items():
         logger.info("wrote %s: %s", kind, path)
     sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))
@@ -419,24 +433,7 @@ def _main_load(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         config = load_config_from_args(args)
     except ValueError as error:
         parser.error(str(error))
-    try:
-        run = asyncio.run(run_load(config))
-    except (
-        ServiceError,
-        ServiceNotReadyError,
-        BenchmarkSetupError,
-        ValueError,
-        httpx.HTTPError,
-        OSError,
-    ) as error:
-        logger.error("load test failed: %s", error)
-        logger.debug("traceback", exc_info=True)
-        return 1
-    written = write_load_outputs(run, args.out)
-    for kind, path in written.items():
-        logger.info("wrote %s: %s", kind, path)
-    sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))
-    return 0
+    return _run_and_report(run_load(config), write_load_outputs, args.out, "load test")
 
 
 def _add_cider_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -573,24 +570,7 @@ def _main_compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> 
         )
     except ValueError as error:
         parser.error(str(error))
-    try:
-        run = asyncio.run(run_compare(config))
-    except (
-        ServiceError,
-        ServiceNotReadyError,
-        BenchmarkSetupError,
-        ValueError,
-        httpx.HTTPError,
-        OSError,
-    ) as error:
-        logger.error("comparison failed: %s", error)
-        logger.debug("traceback", exc_info=True)
-        return 1
-    written = write_compare_outputs(run, args.out)
-    for kind, path in written.items():
-        logger.info("wrote %s: %s", kind, path)
-    sys.stdout.write(written["markdown"].read_text(encoding="utf-8"))
-    return 0
+    return _run_and_report(run_compare(config), write_compare_outputs, args.out, "comparison")
 
 
 if __name__ == "__main__":

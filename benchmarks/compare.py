@@ -42,6 +42,7 @@ from benchmarks.correlation import DEFAULT_SAMPLES
 from benchmarks.cxc import BenchmarkSetupError, CxcRunConfig, run_cxc
 from benchmarks.datasets import captions_path, read_captions
 from benchmarks.latency import LatencyResult, closed_loop
+from benchmarks.markdown import markdown_table
 from benchmarks.plan import QUALITY_TASKS
 from benchmarks.report import environment_info, write_json
 
@@ -492,12 +493,6 @@ def _cell(value: object, digits: int = 1) -> str:
     return str(value)
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows)
-    return lines
-
-
 def _ratio(value: object, baseline: object) -> str:
     """``×value/baseline`` with two decimals, or ``–`` when either is missing or zero."""
     if isinstance(value, int | float) and isinstance(baseline, int | float) and baseline:
@@ -541,7 +536,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
         "## Variants",
         "",
     ]
-    lines += _table(
+    lines += markdown_table(
         ["variant", "precision", "dim", "providers (in use)", "bundle versions"],
         [
             [
@@ -560,7 +555,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
     names = list(dict.fromkeys(name for values in metrics.values() for name in values))
     if names:
         lines += ["", "## Quality (×100; R@K share of queries, ρ Spearman mean)", ""]
-        lines += _table(
+        lines += markdown_table(
             ["variant", *names],
             [
                 [f"`{variant}`", *(_cell(values.get(name)) for name in names)]
@@ -588,7 +583,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
                 ]
             rows.append(row)
         lines += ["", "## Cost (client-side latency, closed loop, warm-up excluded)", ""]
-        lines += _table(header, rows)
+        lines += markdown_table(header, rows)
     baseline = str(report.get("baseline"))
     if len(variants) > 1 and baseline in metrics:
         lines += ["", f"## Against the baseline `{baseline}`", ""]
@@ -611,7 +606,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
         header = ["variant", *(f"Δ {metric}" for metric in _primary_quality(variants))]
         for level in levels:
             header += [f"{level} p50 ratio", f"{level} req/s ratio"]
-        lines += _table(header, rows)
+        lines += markdown_table(header, rows)
     pareto: Mapping[str, list[str]] = report.get("pareto") or {}
     if pareto:
         # Keys are "<quality> vs <cost> @<level>": one row per quality and cost, a column per level.
@@ -621,7 +616,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
             rows_of.setdefault(pair, {})[level] = front
         pareto_levels = list(dict.fromkeys(level for row in rows_of.values() for level in row))
         lines += ["", "## Pareto-optimal variants (none other is both better and cheaper)", ""]
-        lines += _table(
+        lines += markdown_table(
             ["quality vs cost", *pareto_levels],
             [
                 [
@@ -638,7 +633,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
     ]
     if skipped:
         lines += ["", "## Skipped", ""]
-        lines += _table(["variant", "task", "reason"], [list(row) for row in skipped])
+        lines += markdown_table(["variant", "task", "reason"], [list(row) for row in skipped])
     lines += ["", f"![quality vs cost]({PARETO_PLOT})", ""]
     return "\n".join(lines)
 

@@ -48,6 +48,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from benchmarks.markdown import markdown_table
+
 SCHEMA_VERSION = 1
 LOAD_PLOT = "load.png"
 LOAD_LATENCY_PLOT = "load_latency.png"
@@ -74,12 +76,6 @@ def _cell(value: object, digits: int = 1) -> str:
     if isinstance(value, float):
         return f"{value:.{digits}f}"
     return str(value)
-
-
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows)
-    return lines
 
 
 def _errors(entry: Mapping[str, Any]) -> str:
@@ -143,7 +139,7 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
         rows = [
             [key, _cell(entry.get("concurrency")), *_common(entry)] for key, entry in closed.items()
         ]
-        lines += _table(["level", "clients", *COMMON_HEADER], rows)
+        lines += markdown_table(["level", "clients", *COMMON_HEADER], rows)
     opened: Mapping[str, Mapping[str, Any]] = report.get("open") or {}
     if opened:
         lines += [
@@ -163,7 +159,7 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
             for key, entry in opened.items()
         ]
         header = ["level", "offered rps", "× sat.", *COMMON_HEADER, "dispatch lag p99 ms"]
-        lines += _table([*header, "waited for a connection"], rows)
+        lines += markdown_table([*header, "waited for a connection"], rows)
     lines += ["", "## Summary", ""]
     saturation = report.get("saturation_qps")
     inprocess = report.get("inprocess_qps")

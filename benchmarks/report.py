@@ -59,6 +59,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from benchmarks.markdown import markdown_table
+
 SCHEMA_VERSION = 1
 
 RECALL_PLOT = "recall_at_k.png"
@@ -124,12 +126,6 @@ def _towers(report: Mapping[str, Any]) -> str:
     return ", ".join(towers) if isinstance(towers, list) else "unknown"
 
 
-def _table(header: list[str], rows: list[list[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines.extend("| " + " | ".join(row) + " |" for row in rows)
-    return lines
-
-
 def render_markdown(report: Mapping[str, Any]) -> str:
     """The Markdown report of a ``report.json`` object: run facts, then one table per kind."""
     lines = [
@@ -158,7 +154,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
             for name, entry in retrieval.items()
         ]
         lines += ["", "## Retrieval (R@K ×100)", ""]
-        lines += _table(["task", *cut_offs, "median rank", "queries", "k"], rows)
+        lines += markdown_table(["task", *cut_offs, "median rank", "queries", "k"], rows)
         lines += [""]
         lines += [f"- `{name}`: {TASK_NOTES[name]}" for name in retrieval if name in TASK_NOTES]
         lines += [
@@ -187,12 +183,12 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         ]
         lines += ["", "## Correlation with human scores (Spearman's r ×100, bootstrap)", ""]
         header = ["task", "mean ± std", "samples", "pairs", "query items", "pairs skipped"]
-        lines += _table([*header, "seed"], rows)
+        lines += markdown_table([*header, "seed"], rows)
     bison = tasks.get("bison")
     if bison:
         reasons = bison.get("skipped_reasons") or {}
         lines += ["", "## BISON (accuracy ×100; a tie counts ½)", ""]
-        lines += _table(
+        lines += markdown_table(
             ["accuracy", "rows scored", "rows skipped", "ties", "image uploads"],
             [
                 [
@@ -210,7 +206,9 @@ def render_markdown(report: Mapping[str, Any]) -> str:
     skipped: Mapping[str, Any] = report.get("skipped") or {}
     if skipped:
         lines += ["", "## Skipped tasks", ""]
-        lines += _table(["task", "reason"], [[name, str(why)] for name, why in skipped.items()])
+        lines += markdown_table(
+            ["task", "reason"], [[name, str(why)] for name, why in skipped.items()]
+        )
     latency: Mapping[str, Any] = report.get("latency") or {}
     if latency:
         rows = [
@@ -229,7 +227,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         ]
         lines += ["", "## Latency (client side, closed loop, warm-up excluded)", ""]
         header = ["load", "concurrency", "requests", "p50 ms", "p95 ms", "p99 ms", "qps"]
-        lines += _table([*header, "errors", "in flight (Little)"], rows)
+        lines += markdown_table([*header, "errors", "in flight (Little)"], rows)
         lines += ["", f"![latency]({LATENCY_PLOT})"]
     environment = report.get("environment") or {}
     if environment:
@@ -268,7 +266,7 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
             "## Recall: R^V (eq. 2, any positive) vs R (eq. 1, share of positives) ×100",
             "",
         ]
-        lines += _table(header, rows)
+        lines += markdown_table(header, rows)
     graded = {name: entry for name, entry in tasks.items() if "NCS@1" in entry}
     if graded:
         header = ["task"] + [f"NCS@{cut}" for cut in GRADED_CUTS]
@@ -286,7 +284,7 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
         cider = report.get("cider") or {}
         m_values = ", ".join(f"{name}: m = {entry.get('SR_m')}" for name, entry in graded.items())
         lines += ["", "## CIDEr-D graded metrics (Biten et al. 2022; ×100)", ""]
-        lines += _table(header, rows)
+        lines += markdown_table(header, rows)
         lines += [
             "",
             "NCS@K = Σ CIDEr-D of the top K ÷ Σ CIDEr-D of the ideal top K; SR@K = share of the "
@@ -315,13 +313,13 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
                     ]
                     + [_number(view.get(f"wrong_cxc_rated@{cut}"), scale=100.0)]
                 )
-        lines += _table(header, rows)
+        lines += markdown_table(header, rows)
         for direction, view in views.items():
             examples = view.get("examples") or []
             if not examples:
                 continue
             lines += ["", f"Strongest {direction} examples (COCO says wrong):", ""]
-            lines += _table(
+            lines += markdown_table(
                 ["query", "retrieved", "rank", "CxC", "CIDEr-D", "COCO", "caption"],
                 [
                     [
