@@ -51,8 +51,10 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed ## create .venv and install the project with its export and dev extras
 
-$(MINILM)/variant.json: $(VENV)/.installed
-	$(PY) -m encoders export minilm --out $(MINILM)
+# Built artifacts need the environment to exist, not to be newer than it (order-only): editing
+# pyproject.toml reinstalls but does not re-export, re-generate or re-embed.
+$(MINILM)/variant.json: | $(VENV)/.installed
+	$(PY) -m encoders export minilm --out $(MINILM) --force
 
 variant: $(MINILM)/variant.json ## export all-MiniLM-L6-v2 (from the pip package) to ONNX
 
@@ -62,7 +64,7 @@ $(COCO_BUNDLE)/CURRENT: $(MINILM)/variant.json
 
 bundle: $(COCO_BUNDLE)/CURRENT ## embed the Karpathy captions and write the coco-captions bundle
 
-$(SCENES_DATA)/manifest.json: $(VENV)/.installed
+$(SCENES_DATA)/manifest.json: | $(VENV)/.installed
 	$(PY) -m index_builder scenes --out $(SCENES_DATA) --seed $(SEED) --overwrite
 
 scenes: $(SCENES_DATA)/manifest.json ## generate the scenes corpus (train/val/test, CxC + BISON files)
@@ -71,8 +73,8 @@ $(SCENES_VARIANT)/variant.json: $(SCENES_MODEL)/variant.json
 	mkdir -p $(VARIANTS_ROOT)
 	ln -sfn $(abspath $(SCENES_MODEL)) $(SCENES_VARIANT)
 
-$(EFFICIENTNET)/variant.json: $(VENV)/.installed
-	$(PY) -m encoders export efficientnet --out $(EFFICIENTNET)
+$(EFFICIENTNET)/variant.json: | $(VENV)/.installed
+	$(PY) -m encoders export efficientnet --out $(EFFICIENTNET) --force
 
 $(SCENES_BUNDLE)/CURRENT: $(SCENES_VARIANT)/variant.json $(SCENES_DATA)/manifest.json
 	$(PY) -m index_builder build --variant $(SCENES_VARIANT) --name scenes \

@@ -19,7 +19,8 @@ Modes (each ≤ ``--queries`` queries and ≤ ``--max-seconds``, after ``--warmu
 ``inprocess_qps`` is the best queries/s of all modes. Output: JSON (stdout, and ``--out``)::
 
     {"inprocess_qps", "best_mode", "single": {...}, "pool": {...}, "sweep": {"t2": {...}},
-     "variant", "fingerprint", "providers", "intra_op_threads", "bundle", "bundle_version",
+     "variant", "fingerprint", "providers", "intra_op_threads", "faiss_threads", "bundle",
+     "bundle_version",
      "collection", "count", "dim", "factory", "k", "queries_available", "seed",
      "environment"}
     mode entry: {"threads", "queries", "wall_s", "qps", "ms_per_query" (mean wall time of one
@@ -49,6 +50,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import faiss
 import numpy as np
 
 from benchmarks.datasets import captions_path, read_captions
@@ -91,9 +93,11 @@ def run_mode(
     max_seconds: float,
     k: int,
     first: int,
+    faiss_threads: int,
 ) -> dict[str, Any]:
     """``threads`` threads run queries back to back (closed loop) until ``queries`` are done or
-    ``max_seconds`` passed; queries/s and per-query times (ms)."""
+    ``max_seconds`` passed, each with faiss capped at ``faiss_threads`` OpenMP threads (0: faiss's
+    default); queries/s and per-query times (ms)."""
     counter = itertools.count()  # next() on itertools.count is atomic under the GIL
     timings: list[tuple[float, float, float]] = []
     lock = threading.Lock()
@@ -103,6 +107,8 @@ def run_mode(
 
     def worker() -> None:
         local: list[tuple[float, float, float]] = []
+        if faiss_threads > 0:  # per thread in OpenMP, as on the service's search workers
+            faiss.omp_set_num_threads(faiss_threads)
         try:
             while True:
                 index = next(counter)
@@ -189,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="further thread counts to measure (the CPU count)",
     )
     parser.add_argument("--k", type=int, default=10, help="results per query (10)")
+    parser.add_argument(
+        "--faiss-threads",
+        type=int,
+        default=1,
+        help="faiss OpenMP threads per querying thread (1, as the service; 0 = faiss's default)",
+    )
     parser.add_argument("--providers", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument(
         "--intra-op-threads", type=int, default=0, help="onnxruntime threads (0, as the service)"
@@ -236,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             max_seconds=args.max_seconds,
             k=k,
             first=next_query,
+            faiss_threads=args.faiss_threads,
         )
         next_query += args.queries
         log.info(
@@ -262,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fingerprint": encoder.fingerprint,
         "providers": encoder.providers,
         "intra_op_threads": args.intra_op_threads,
+        "faiss_threads": args.faiss_threads,
         "bundle": bundle.name,
         "bundle_version": bundle.version,
         "collection": collection.name,

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-import faiss
 import uvicorn
 from pydantic import ValidationError
 
@@ -63,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
         "openapi", help="print the OpenAPI document (regenerates docs/openapi.json)"
     )
     openapi.add_argument("--out", type=Path, help="write to this file instead of stdout")
+    settings_doc = commands.add_parser(
+        "settings-doc", help="print the settings table (regenerates docs/settings.md)"
+    )
+    settings_doc.add_argument("--out", type=Path, help="write to this file instead of stdout")
     return parser
 
 
@@ -94,8 +97,6 @@ def openapi_document() -> str:
 def serve(settings: Settings) -> None:
     """Run uvicorn on ``settings`` until SIGINT/SIGTERM (blocking)."""
     configure_logging(settings.log_level)
-    if settings.faiss_threads > 0:
-        faiss.omp_set_num_threads(settings.faiss_threads)
     app = create_app(settings)
     state = getattr(app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)
@@ -117,11 +118,36 @@ def serve(settings: Settings) -> None:
     ).run()
 
 
+def settings_document() -> str:
+    """docs/settings.md: every setting with its default and its description, in field order."""
+    lines = [
+        "# Service settings",
+        "",
+        "Every setting is an environment variable with the `CRISSCROSS_` prefix (e.g. "
+        "`CRISSCROSS_MAX_K=50`);",
+        "`python -m service serve` flags win over the environment. Generated from "
+        "`service/settings.py`",
+        "(`python -m service settings-doc --out docs/settings.md`).",
+        "",
+        "| setting | default | what it does / what happens when it is hit |",
+        "|---|---|---|",
+    ]
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        shown = (
+            f"{default:,}"
+            if isinstance(default, int) and not isinstance(default, bool)
+            else (repr(default))
+        )
+        lines.append(f"| `{name}` | `{shown}` | {field.description} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m service`` and ``crisscross-serve``; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.command == "openapi":
-        document = openapi_document()
+    if args.command in ("openapi", "settings-doc"):
+        document = openapi_document() if args.command == "openapi" else settings_document()
         if args.out is not None:
             args.out.write_text(document, encoding="utf-8")
         else:

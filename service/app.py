@@ -20,6 +20,7 @@ from service.metrics import ServiceMetrics
 from service.middleware import (
     BodyLimit,
     BodyLimitMiddleware,
+    ConcurrencyLimitMiddleware,
     CorsMiddleware,
     RequestContextMiddleware,
 )
@@ -31,6 +32,8 @@ from service.store import EncoderFactory, VariantEncoders, load_store
 logger = logging.getLogger("crisscross.service")
 
 API_VERSION = "1"
+# The routes that encode or search: the in-flight limit counts these.
+WORK_ROUTES = frozenset({"/v1/search", UPLOAD_ROUTE, "/v1/score", "/v1/embed"})
 CORS_REQUEST_HEADERS = ["authorization", "x-api-key", "content-type", "x-request-id"]
 CORS_EXPOSED_HEADERS = [
     "x-request-id",
@@ -127,6 +130,15 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     upload_limit = BodyLimit(settings.upload_body_limit, setting="max_upload_body_bytes")
     app.add_middleware(
         BodyLimitMiddleware, default=json_limit, by_path={UPLOAD_ROUTE: upload_limit}
+    )
+    # Inside the key check (an unknown client gets 401, not 503), outside everything that reads
+    # or parses the body.
+    app.add_middleware(
+        ConcurrencyLimitMiddleware,
+        max_in_flight=settings.max_concurrent_requests,
+        paths=WORK_ROUTES,
+        retry_after_s=settings.overload_retry_after_s,
+        metrics=state.metrics,
     )
     # Keys are checked before any body byte is read.
     app.add_middleware(

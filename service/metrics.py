@@ -101,7 +101,7 @@ class ServiceMetrics:
         )
         self.refused = Counter(
             "crisscross_requests_refused",
-            "Requests refused before their work ran, by reason: queue_full and deadline "
+            "Requests refused before their work ran, by reason: in_flight, queue_full and deadline "
             "(503 overloaded), shutting_down (503 not_ready), unauthorized (401), forbidden "
             "(403).",
             ["reason"],

@@ -1,5 +1,6 @@
 """Pure ASGI middleware: the request context (id, timing headers, access log, metrics, the
-last-resort 500), the body size limit, and CORS in the one error shape.
+last-resort 500), the in-flight limit at the door, the body size limit, and CORS in the one
+error shape.
 
 Pure ASGI rather than ``BaseHTTPMiddleware`` so the body can be counted as it streams in and
 so an exception anywhere below still answers in the one error shape.
@@ -149,6 +150,54 @@ class RequestContextMiddleware:
             _ms(context.search_ms) if context.search_ms is not None else "-",
             _ms(total_ms),
         )
+
+
+class ConcurrencyLimitMiddleware:
+    """Refuses work beyond ``max_in_flight`` concurrent requests on ``paths`` with 503
+    ``overloaded`` and ``Retry-After``, before a byte of the body is read.
+
+    A refusal here costs no parsing, validation or encoding, so it stays fast when the service
+    is saturated; and since at most ``max_in_flight`` requests share the encoder and the
+    search threads, the admitted ones keep their latency instead of queueing behind the excess
+    (what TEI's ``max_concurrent_requests`` does). Counts one event loop's requests: no lock.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_in_flight: int,
+        paths: frozenset[str],
+        retry_after_s: int,
+        metrics: ServiceMetrics,
+    ) -> None:
+        self.app = app
+        self.max_in_flight = max_in_flight
+        self.paths = paths
+        self.retry_after_s = retry_after_s
+        self.metrics = metrics
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or _app_path(scope) not in self.paths:
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.max_in_flight:
+            self.metrics.refused.labels("in_flight").inc()
+            response = error_response(
+                ErrorCode.OVERLOADED,
+                f"overloaded: {self.in_flight} requests are in flight "
+                f"(max_concurrent_requests={self.max_in_flight}); retry later",
+                request_id_of(scope),
+                headers={"Retry-After": str(self.retry_after_s)},
+            )
+            await response(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
 
 
 @dataclass(frozen=True)

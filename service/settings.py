@@ -104,9 +104,10 @@ class Settings(BaseSettings):
         default=1,
         ge=0,
         description=(
-            "OpenMP threads of faiss, set once per process by `python -m service serve`; 0 = "
+            "OpenMP threads of each faiss search, set on the worker thread that runs it; 0 = "
             "faiss's default (one per core). 1 suits one-query searches running side by side: "
-            "on 2 CPU cores a 25k x 384 exact search took 1.6 ms with 1 thread, 11.7 ms with 2."
+            "on 2 CPU cores a 25k x 384 exact search on a worker thread took 1.4 ms with 1 "
+            "thread, 3.5 ms with 2."
         ),
     )
     faiss_device: FaissDevice = Field(
@@ -219,6 +220,16 @@ class Settings(BaseSettings):
         description=(
             "Most requests waiting for one encoder (per variant and tower); a request that "
             "finds the queue full gets 503 overloaded with Retry-After at once, unqueued."
+        ),
+    )
+    max_concurrent_requests: int = Field(
+        default=64,
+        ge=1,
+        description=(
+            "Most search, score and embed requests in flight at once; one more gets 503 "
+            "overloaded with Retry-After at the door, before its body is read. Latency of the "
+            "admitted requests under overload grows with it, throughput shrinks below a few per "
+            "core: `make bench` uses 5 on 2 CPU cores."
         ),
     )
     request_timeout_ms: int = Field(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 
+import faiss
 import numpy as np
 from PIL.Image import Image
 from starlette.concurrency import run_in_threadpool
@@ -130,13 +131,29 @@ async def search(
     query: np.ndarray,
     k: int,
     exclude: Collection[str],
+    faiss_threads: int = 0,
 ) -> list[SearchHit]:
     """The ``k`` best hits of ``served`` for ``query`` (float32 ``[dim]``); see
-    :meth:`LiveIndexStore.search` for the tie rule, exclusion and clamping."""
+    :meth:`LiveIndexStore.search` for the tie rule, exclusion and clamping. ``faiss_threads``
+    > 0 caps faiss's OpenMP threads on the worker thread that searches (0: faiss's default)."""
     started = time.perf_counter()
     try:
-        return await run_in_threadpool(LiveIndexStore.search, served, query, k, exclude)
+        return await run_in_threadpool(_search_on_worker, faiss_threads, served, query, k, exclude)
     finally:
         elapsed_s = time.perf_counter() - started
         context.add_search_ms(elapsed_s * 1000.0)
         metrics.search_seconds.labels(served.variant, served.name).observe(elapsed_s)
+
+
+def _search_on_worker(
+    faiss_threads: int,
+    served: ServedCollection,
+    query: np.ndarray,
+    k: int,
+    exclude: Collection[str],
+) -> list[SearchHit]:
+    # OpenMP's thread count is a per-thread setting: set in the main thread it would not reach
+    # the pool's workers, whose searches would each spin up a team of one thread per core.
+    if faiss_threads > 0:
+        faiss.omp_set_num_threads(faiss_threads)
+    return LiveIndexStore.search(served, query, k, exclude)

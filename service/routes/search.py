@@ -108,7 +108,13 @@ async def _answer(
     vector: np.ndarray,
 ) -> SearchResponse:
     hits = await stages.search(
-        context, state.metrics, served, vector, options.k, set(options.exclude)
+        context,
+        state.metrics,
+        served,
+        vector,
+        options.k,
+        set(options.exclude),
+        state.settings.faiss_threads,
     )
     # Validated in one call from plain dicts: a third cheaper than a model per hit at k = 1000.
     return SearchResponse.model_validate(

@@ -146,6 +146,47 @@ def test_a_full_queue_answers_503_overloaded_with_retry_after(
     assert 'route="/v1/search",status="503"' in metrics
 
 
+def test_requests_beyond_the_in_flight_limit_are_refused_at_the_door(
+    bundles_root: Path, variants_root: Path
+) -> None:
+    settings = Settings(
+        bundles_root=bundles_root,
+        variants_root=variants_root,
+        max_concurrent_requests=2,
+        overload_retry_after_s=3,
+    )
+    encoder = GatedTextEncoder()
+    with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:
+        running = in_background(pool, client, ["one"])
+        wait_for(encoder.entered.is_set)
+        queued = in_background(pool, client, ["two"])
+        wait_for(lambda: queue_depth(client) == 1)
+        refused = search(client, "three")
+        # an invalid body is refused too: the door does not read it
+        refused_unread = client.post("/v1/search", content=b"{not json")
+        # routes that do no work are not counted
+        health = client.get("/healthz")
+        catalog = client.get("/v1/collections")
+        encoder.gate.set()
+        answered = [future.result(timeout=10) for future in running + queued]
+        after = search(client, "four")
+        metrics = client.get("/metrics").text
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "3"
+    assert refused.headers["x-request-id"]
+    error = refused.json()["error"]
+    assert error["code"] == "overloaded"
+    assert "max_concurrent_requests=2" in error["message"]
+    assert refused_unread.status_code == 503
+    assert health.status_code == 200
+    assert catalog.status_code == 200
+    assert [response.status_code for response in answered] == [200, 200]
+    # once the two finished, the count is back to zero
+    assert after.status_code == 200
+    assert ["three"] not in encoder.calls
+    assert 'crisscross_requests_refused_total{reason="in_flight"} 2.0' in metrics
+
+
 def test_a_request_whose_deadline_passes_in_the_queue_is_dropped(
     bundles_root: Path, variants_root: Path
 ) -> None:

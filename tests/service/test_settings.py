@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from service.__main__ import settings_document
 from service.settings import MIB, UPLOAD_OVERHEAD_BYTES, Settings, SettingsError
+from tests.conftest import REPO_ROOT
 from tests.service.fakes import write_fake_bundle
 
 
@@ -311,3 +313,12 @@ def test_faiss_device_defaults_to_auto_and_comes_from_the_environment(
     monkeypatch.setenv("CRISSCROSS_FAISS_DEVICE", "tpu")
     with pytest.raises(ValidationError, match="faiss_device"):
         Settings()
+
+
+def test_committed_settings_doc_matches_the_settings_class() -> None:
+    committed = (REPO_ROOT / "docs" / "settings.md").read_text(encoding="utf-8")
+    assert committed == settings_document(), (
+        "docs/settings.md is stale: .venv/bin/python -m service settings-doc --out docs/settings.md"
+    )
+    for name in Settings.model_fields:
+        assert f"| `{name}` |" in committed
