@@ -525,8 +525,12 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
         "",
         f"- service: `{report.get('service_url')}`; created {report.get('created_at')}",
         f"- one run, same queries for every variant: tasks {', '.join(settings.get('tasks', []))}"
-        f" (first {settings.get('limit_queries') or 'all'} queries per retrieval task), "
-        f"latency k={settings.get('latency_k')} at concurrency "
+        + (
+            f" (first {settings['limit_queries']} queries per retrieval task), "
+            if settings.get("limit_queries")
+            else " (all queries), "
+        )
+        + f"latency k={settings.get('latency_k')} at concurrency "
         f"{', '.join(str(c) for c in settings.get('concurrency_levels', []))}",
         f"- latency schedule: {schedule.get('mode')} ({schedule.get('note')}); "
         f"{schedule.get('rounds')} round(s) of {schedule.get('chunk_requests')} measured "
