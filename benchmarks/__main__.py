@@ -116,6 +116,18 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _add_data_argument(parser: argparse.ArgumentParser, holds: str | None = None) -> None:
+    """``--data``: the data folder (``$CRISSCROSS_DATA_DIR`` or ``../shared/data``); ``holds``
+    names what the subcommand reads from it, for the help."""
+    what = f" with {holds}" if holds else ""
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
+        help=f"data folder{what} (${DATA_DIR_ENV} or ../shared/data)",
+    )
+
+
 def _add_load_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     load = commands.add_parser(
         "load",
@@ -123,12 +135,7 @@ def _add_load_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "and past the knee, over a light raw-asyncio HTTP client",
     )
     load.add_argument("--url", default="http://127.0.0.1:8000", help="service root URL")
-    load.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
-        help=f"data folder with coco-karpathy-captions/ (${DATA_DIR_ENV} or ../shared/data)",
-    )
+    _add_data_argument(load, "coco-karpathy-captions/")
     load.add_argument("--split", default="val", help="captions_<split>.csv to take queries from")
     load.add_argument("--out", type=Path, required=True, help="folder for load.json/.md/.png")
     load.add_argument(
@@ -232,13 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cxc.add_argument("--url", default="http://127.0.0.1:8000", help="service root URL")
     cxc.add_argument("--split", default="val", help="split name in the data file names (val)")
-    cxc.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
-        help="data folder with coco-karpathy-captions/, cxc/, bison/ [, images/<split>/] "
-        f"(${DATA_DIR_ENV} or ../shared/data)",
-    )
+    _add_data_argument(cxc, "coco-karpathy-captions/, cxc/, bison/ [, images/<split>/]")
     cxc.add_argument("--out", type=Path, required=True, help="folder for report.json/.md/.png")
     cxc.add_argument(
         "--dataset",
@@ -442,12 +443,7 @@ def _add_cider_parser(commands: argparse._SubParsersAction[argparse.ArgumentPars
         help="build (or reuse) the split's CIDEr-D matrix (captions × images) and check it "
         "against the per-pair reference on random pairs",
     )
-    cider.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
-        help=f"data folder with coco-karpathy-captions/ (${DATA_DIR_ENV} or ../shared/data)",
-    )
+    _add_data_argument(cider, "coco-karpathy-captions/")
     cider.add_argument("--split", default="val", help="captions_<split>.csv (val)")
     cider.add_argument("--cache", type=Path, default=None, help="cache folder (as cxc)")
     cider.add_argument("--parity-pairs", type=int, default=2000, help="random pairs (2000)")
@@ -501,12 +497,7 @@ def _add_compare_parser(commands: argparse._SubParsersAction[argparse.ArgumentPa
         required=True,
         help="comma-separated variant names; the first is the baseline",
     )
-    compare.add_argument(
-        "--data",
-        type=Path,
-        default=Path(os.environ.get(DATA_DIR_ENV, "../shared/data")),
-        help=f"data folder (${DATA_DIR_ENV} or ../shared/data)",
-    )
+    _add_data_argument(compare)
     compare.add_argument("--split", default="val", help="split name in the data file names (val)")
     compare.add_argument("--dataset", choices=DATASETS, default="coco-karpathy", help="corpus")
     compare.add_argument("--out", type=Path, required=True, help="folder for compare.json/.md/.png")

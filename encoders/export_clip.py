@@ -42,7 +42,14 @@ from encoders.hashing import sha256_files
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.image_preprocess import preprocess_images
 from encoders.onnx_export import export_tower
-from encoders.parity import DEFAULT_PARITY_THRESHOLD, TowerEmbeddings, check_parity, compare_towers
+from encoders.parity import (
+    DEFAULT_PARITY_THRESHOLD,
+    TowerEmbeddings,
+    check_parity,
+    compare_towers,
+    log_exported,
+    log_parity,
+)
 from encoders.parity_images import parity_images
 from encoders.parity_texts import parity_texts
 from encoders.staging import staged_directory
@@ -170,26 +177,12 @@ def export_clip(
         write_variant_manifest(staging, manifest)
         overall, by_tower = _measure_parity(staging, image_module, checkpoint, parity_threshold)
         for tower, report in by_tower.items():
-            logger.info(
-                "%s parity on %d inputs: min cosine %.6f, mean %.6f, max abs diff %.2e (worst %s)",
-                tower,
-                report.inputs,
-                report.min_cosine,
-                report.mean_cosine,
-                report.max_abs_diff,
-                report.worst_input,
-            )
+            log_parity(report, tower)
         check_parity(overall)
         manifest = manifest.model_copy(update={"parity": overall, "parity_by_tower": by_tower})
         write_variant_manifest(staging, manifest)
 
-    logger.info(
-        "variant %s (fingerprint %s…) exported to %s in %.1f s",
-        name,
-        manifest.fingerprint[:12],
-        out_dir,
-        time.perf_counter() - started,
-    )
+    log_exported(manifest, out_dir, started)
     return manifest
 
 

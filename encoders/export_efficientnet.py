@@ -52,7 +52,13 @@ from encoders.hashing import sha256_files
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.image_preprocess import preprocess_images
 from encoders.onnx_export import export_tower
-from encoders.parity import DEFAULT_PARITY_THRESHOLD, check_parity, compare_embeddings
+from encoders.parity import (
+    DEFAULT_PARITY_THRESHOLD,
+    check_parity,
+    compare_embeddings,
+    log_exported,
+    log_parity,
+)
 from encoders.parity_images import parity_images
 from encoders.staging import staged_directory
 from encoders.variant import (
@@ -230,26 +236,12 @@ def export_efficientnet(
         # manifest's preprocessing fields and the encoder's batching.
         write_variant_manifest(staging, manifest)
         report = _measure_parity(staging, module, parity_threshold)
-        logger.info(
-            "parity on %d images vs %s: min cosine %.6f, mean %.6f, max abs diff %.2e (worst %s)",
-            report.inputs,
-            report.reference,
-            report.min_cosine,
-            report.mean_cosine,
-            report.max_abs_diff,
-            report.worst_input,
-        )
+        log_parity(report, "image")
         check_parity(report)
         manifest = manifest.model_copy(update={"parity": report})
         write_variant_manifest(staging, manifest)
 
-    logger.info(
-        "variant %s (fingerprint %s…) exported to %s in %.1f s",
-        name,
-        manifest.fingerprint[:12],
-        out_dir,
-        time.perf_counter() - started,
-    )
+    log_exported(manifest, out_dir, started)
     return manifest
 
 

@@ -29,7 +29,13 @@ from transformers import AutoModel
 
 from encoders.hashing import sha256_files
 from encoders.onnx_export import export_tower
-from encoders.parity import DEFAULT_PARITY_THRESHOLD, check_parity, compare_embeddings
+from encoders.parity import (
+    DEFAULT_PARITY_THRESHOLD,
+    check_parity,
+    compare_embeddings,
+    log_exported,
+    log_parity,
+)
 from encoders.parity_texts import parity_texts
 from encoders.staging import staged_directory
 from encoders.text_encoder import OnnxTextEncoder
@@ -140,25 +146,12 @@ def export_minilm(
         # covers the saved tokenizer.json, the manifest and the encoder's batching.
         write_variant_manifest(staging, manifest)
         report = _measure_parity(staging, model_dir, parity_threshold)
-        logger.info(
-            "parity on %d texts vs %s: min cosine %.6f, mean %.6f, max abs diff %.2e",
-            report.inputs,
-            report.reference,
-            report.min_cosine,
-            report.mean_cosine,
-            report.max_abs_diff,
-        )
+        log_parity(report, "text")
         check_parity(report)
         manifest = manifest.model_copy(update={"parity": report})
         write_variant_manifest(staging, manifest)
 
-    logger.info(
-        "variant %s (fingerprint %s…) exported to %s in %.1f s",
-        name,
-        manifest.fingerprint[:12],
-        out_dir,
-        time.perf_counter() - started,
-    )
+    log_exported(manifest, out_dir, started)
     return manifest
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 import numpy as np
 import numpy.typing as npt
 
-from encoders.variant import ParityReport, Tower, parity_status
+from encoders.variant import ParityReport, Tower, VariantManifest, parity_status
 
 DEFAULT_PARITY_THRESHOLD: Final = 0.999
 _WORST_INPUT_CHARS: Final = 80
+
+
+logger = logging.getLogger(__name__)
 
 
 class ParityError(RuntimeError):
@@ -114,3 +120,29 @@ def check_parity(report: ParityReport) -> None:
             f"parity failed: min cosine {report.min_cosine:.6f} < {report.threshold} against "
             f"{report.reference} (mean {report.mean_cosine:.6f}, worst input {report.worst_input})"
         )
+
+
+def log_parity(report: ParityReport, subject: str) -> None:
+    """Log one parity report; ``subject`` names what was compared (``"texts"``, ``"image"``)."""
+    logger.info(
+        "%s parity on %d inputs vs %s: min cosine %.6f, mean %.6f, max abs diff %.2e (worst %s)",
+        subject,
+        report.inputs,
+        report.reference,
+        report.min_cosine,
+        report.mean_cosine,
+        report.max_abs_diff,
+        report.worst_input,
+    )
+
+
+def log_exported(manifest: VariantManifest, out_dir: Path, started_s: float) -> None:
+    """Log a published export: name, fingerprint, folder and the seconds since ``started_s``
+    (a ``time.perf_counter()`` value)."""
+    logger.info(
+        "variant %s (fingerprint %s…) exported to %s in %.1f s",
+        manifest.name,
+        manifest.fingerprint[:12],
+        out_dir,
+        time.perf_counter() - started_s,
+    )
