@@ -14,6 +14,7 @@ provider names in priority order (a *forced list*), e.g.
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -63,6 +64,30 @@ def tensorrt_runtime_present(load: Callable[[str], object] = ctypes.CDLL) -> boo
             continue
         return True
     return False
+
+
+def needs_cuda_libraries(selected: Sequence[str]) -> bool:
+    """Whether a session created with ``selected`` providers loads the CUDA libraries."""
+    return CUDA_PROVIDER in selected or TENSORRT_PROVIDER in selected
+
+
+@functools.cache
+def _preload_once(preload: Callable[[], object]) -> None:
+    preload()
+
+
+def preload_cuda_libraries(selected: Sequence[str], preload: Callable[[], object] | None) -> None:
+    """Load the CUDA and cuDNN libraries of the ``nvidia-*`` pip packages before a GPU session.
+
+    onnxruntime-gpu installed with its ``cuda``/``cudnn`` extras (the ``gpu`` extra here) finds
+    those libraries through ``onnxruntime.preload_dlls()`` unless they already are on the
+    loader's path (a system CUDA, ``LD_LIBRARY_PATH``, a prior ``import torch``); without them
+    a CUDA session fails to load its provider and onnxruntime falls back to CPU.
+    ``preload`` is that function (``None`` where the build has none: CPU builds, old versions);
+    it runs once per process and only when ``selected`` asks for CUDA or TensorRT.
+    """
+    if preload is not None and needs_cuda_libraries(selected):
+        _preload_once(preload)
 
 
 def select_providers(

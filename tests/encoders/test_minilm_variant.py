@@ -13,6 +13,7 @@ from encoders.__main__ import main
 from encoders.parity import ParityError
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest, verify_variant_files
+from tests.conftest import skip_without_minilm_export_extra
 
 pytestmark = pytest.mark.slow
 
@@ -120,7 +121,7 @@ def test_info_command_on_the_real_variant(
 
 
 def test_failed_parity_writes_no_variant(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    skip_without_minilm_export_extra()
     from encoders.export_minilm import export_minilm
 
     target = tmp_path / "never"
@@ -132,7 +133,7 @@ def test_failed_parity_writes_no_variant(tmp_path: Path) -> None:
 def test_export_refuses_to_overwrite_without_force(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    pytest.importorskip("torch")
+    skip_without_minilm_export_extra()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # restored afterwards; the CLI sets it otherwise
     (tmp_path / "taken").mkdir()
     assert main(["export", "minilm", "--out", str(tmp_path / "taken")]) == 1

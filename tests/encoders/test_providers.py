@@ -17,6 +17,7 @@ from encoders.providers import (
     ProviderError,
     ProviderRequest,
     check_active_providers,
+    preload_cuda_libraries,
     select_providers,
     tensorrt_runtime_present,
 )
@@ -234,6 +235,27 @@ def test_a_forced_list_that_runs_as_forced_passes(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.WARNING, logger="encoders.providers"):
         check_active_providers(forced, list(forced), list(forced))
     assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("selected", "calls"),
+    [
+        ([CPU_PROVIDER], 0),
+        ([CUDA_PROVIDER, CPU_PROVIDER], 1),
+        ([TENSORRT_PROVIDER, CUDA_PROVIDER, CPU_PROVIDER], 1),
+    ],
+)
+def test_cuda_libraries_are_preloaded_once_and_only_for_gpu_sessions(
+    selected: list[str], calls: int
+) -> None:
+    preloads: list[None] = []
+
+    def preload() -> None:
+        preloads.append(None)
+
+    preload_cuda_libraries(selected, preload)
+    preload_cuda_libraries(selected, preload)
+    assert len(preloads) == calls
 
 
 @pytest.mark.gpu
