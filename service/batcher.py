@@ -1,13 +1,13 @@
 """Micro-batching of encoder calls across concurrent requests, with admission control.
 
 One :class:`Batcher` serves one encoder tower of one variant. Requests ``submit`` their inputs
-(texts or decoded images) and await their rows; the batcher's one worker thread gathers queued
-requests into one encoder call of at most ``max_batch_size`` inputs — waiting up to
-``max_wait_s`` for more after taking the first — and runs it, off the event loop. One call
+(texts or decoded images) and await their rows; each of the batcher's ``workers`` threads
+gathers queued requests into one encoder call of at most ``max_batch_size`` inputs — waiting up
+to ``max_wait_s`` for more after taking the first — and runs it, off the event loop. One call
 for many inputs costs less than one call each (on 2 CPU cores, one-text /v1/embed requests at
-concurrency 16 went from 99 to 126 requests/s with batching on; a GPU gains far more), and one
-thread per encoder keeps concurrent requests from oversubscribing the cores; a lone request
-pays at most ``max_wait_s``.
+concurrency 16 went from 99 to 126 requests/s with batching on; a GPU gains far more), and a
+fixed, small number of threads per encoder keeps concurrent requests from oversubscribing the
+cores; a lone request pays at most ``max_wait_s``.
 
 Admission is decided before anything is queued:
 
@@ -60,12 +60,14 @@ class BatchLimits:
     ``max_wait_s``: seconds to wait for more requests after taking the first (0: never).
     ``max_queue_depth``: most requests waiting; one more is refused (503 overloaded).
     ``retry_after_s``: the ``Retry-After`` seconds of those 503s.
+    ``workers``: threads that gather and run batches side by side, each calling the encoder.
     """
 
     max_batch_size: int
     max_wait_s: float
     max_queue_depth: int
     retry_after_s: int
+    workers: int = 1
 
 
 @dataclass(frozen=True)
@@ -116,9 +118,10 @@ def _retrieve(future: asyncio.Future[EncodeResult]) -> None:
 class Batcher(Generic[Input]):
     """Gathers the inputs of concurrent requests into batched calls of ``encode``.
 
-    ``variant`` and ``tower`` name the encoder in metrics and messages. One worker thread,
-    started by the first :meth:`submit` and stopped by :meth:`close`, gathers batches and runs
-    ``encode``, so calls of one encoder never overlap and never run on an event loop. Requests
+    ``variant`` and ``tower`` name the encoder in metrics and messages. ``limits.workers``
+    threads, started by the first :meth:`submit` and stopped by :meth:`close`, each gather a
+    batch and run ``encode``, so at most that many calls of one encoder overlap (``encode``
+    must be thread-safe: onnxruntime sessions are) and none runs on an event loop. Requests
     may come from any event loop: each gets its outcome on its own.
     """
 
@@ -139,7 +142,7 @@ class Batcher(Generic[Input]):
         self._lock = threading.Condition()
         self._queue: deque[_Job[Input]] = deque()
         self._closed = False
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._depth = metrics.encode_queue_depth.labels(variant, tower)
         self._depth.set(0)
 
@@ -228,11 +231,15 @@ class Batcher(Generic[Input]):
     # -- the worker thread ------------------------------------------------------------------------
 
     def _start_worker(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._work, name=f"encode-{self.variant}-{self.tower}", daemon=True
-            )
-            self._thread.start()
+        if not self._threads:
+            self._threads = [
+                threading.Thread(
+                    target=self._work, name=f"encode-{self.variant}-{self.tower}-{n}", daemon=True
+                )
+                for n in range(self.limits.workers)
+            ]
+            for thread in self._threads:
+                thread.start()
 
     def _take(self, batch: list[_Job[Input]], size: int) -> int:
         """Move queued jobs into ``batch`` while they fit ``max_batch_size`` (the first job
@@ -353,11 +360,9 @@ class Batcher(Generic[Input]):
         """Stop admitting, let queued and running batches finish for up to ``timeout_s``
         seconds, then let the worker thread end; requests still queued get 503 not_ready."""
         self.refuse_new_work()
-        thread = self._thread
-        if thread is not None:
-            deadline = time.perf_counter() + timeout_s
-            while thread.is_alive() and time.perf_counter() < deadline:
-                await asyncio.sleep(0.005)
+        deadline = time.perf_counter() + timeout_s
+        while any(thread.is_alive() for thread in self._threads) and time.perf_counter() < deadline:
+            await asyncio.sleep(0.005)
         with self._lock:
             left = list(self._queue)
             self._queue.clear()

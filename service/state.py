@@ -50,6 +50,7 @@ class ServiceState:
             max_wait_s=settings.max_wait_s,
             max_queue_depth=settings.max_queue_depth,
             retry_after_s=settings.overload_retry_after_s,
+            workers=settings.encoder_workers,
         )
         self.encode_pool = EncodePool(limits, self.metrics)
         self.reload_lock = asyncio.Lock()

@@ -20,7 +20,7 @@ logger = logging.getLogger("crisscross.service")
 router = APIRouter(tags=["admin"])
 
 
-def _require_json_if_body(request: Request) -> None:
+async def _require_json_if_body(request: Request) -> None:
     """A body, when there is one, must be declared JSON (415 otherwise); no body is fine."""
     has_body = request.headers.get("content-length", "0") not in {"", "0"} or (
         "transfer-encoding" in request.headers
@@ -64,7 +64,7 @@ async def _reload(state: ServiceState, body: ReloadRequest) -> list[BundleChange
         return changes
 
 
-def _reload_enabled(state: StateDep) -> None:
+async def _reload_enabled(state: StateDep) -> None:
     """403 forbidden unless the ``admin_reload`` setting is on."""
     if not state.settings.admin_reload:
         raise ServiceError(

@@ -46,6 +46,7 @@ def limits(**changes: float) -> BatchLimits:
         "max_wait_s": 0.0,
         "max_queue_depth": 16,
         "retry_after_s": 3,
+        "workers": 1,
     }
     values.update(changes)
     return BatchLimits(
@@ -53,6 +54,7 @@ def limits(**changes: float) -> BatchLimits:
         max_wait_s=values["max_wait_s"],
         max_queue_depth=int(values["max_queue_depth"]),
         retry_after_s=int(values["retry_after_s"]),
+        workers=int(values["workers"]),
     )
 
 
@@ -329,3 +331,40 @@ def test_close_gives_up_after_its_timeout_and_answers_what_is_left() -> None:
     encoder.gate.set()
     assert isinstance(left, ServiceError)
     assert left.code is ErrorCode.NOT_READY
+
+
+def test_two_workers_run_two_batches_side_by_side() -> None:
+    encoder = GatedEncoder()
+    batcher, _ = make(encoder, workers=2)
+
+    async def scenario() -> list[EncodeResult]:
+        tasks = await fill_behind_a_running_batch(batcher, encoder, [])
+        tasks.append(asyncio.create_task(batcher.submit([1, 2], math.inf)))
+        # The second worker takes [1, 2] while the first is still inside the encoder.
+        await wait_until(lambda: len(encoder.calls) == 2)
+        assert batcher.queue_depth == 0
+        encoder.gate.set()
+        return list(await asyncio.gather(*tasks))
+
+    results = asyncio.run(scenario())
+    assert encoder.calls == [[0], [1, 2]]
+    assert [result.rows[:, 0].tolist() for result in results] == [[0], [1, 2]]
+
+
+def test_close_waits_for_every_worker() -> None:
+    encoder = GatedEncoder()
+    batcher, _ = make(encoder, workers=3, max_batch_size=1)
+
+    async def scenario() -> list[EncodeResult]:
+        tasks = [asyncio.create_task(batcher.submit([n], math.inf)) for n in range(3)]
+        await wait_until(lambda: len(encoder.calls) == 3)
+        closing = asyncio.create_task(batcher.close(timeout_s=10))
+        await asyncio.sleep(0.05)
+        assert not closing.done()  # three batches are still inside the encoder
+        encoder.gate.set()
+        await closing
+        return list(await asyncio.gather(*tasks))
+
+    results = asyncio.run(scenario())
+    assert sorted(result.rows[0, 0] for result in results) == [0, 1, 2]
+    assert sorted(map(tuple, encoder.calls)) == [(0,), (1,), (2,)]
