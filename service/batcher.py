@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
 import threading
@@ -50,6 +51,11 @@ Input = TypeVar("Input")
 
 EncodeFunction = Callable[[Sequence[Input]], np.ndarray]
 """A blocking encoder call: ``n`` inputs → float32 ``[n, dim]``."""
+
+FollowUp = Callable[[np.ndarray], object]
+"""Blocking work on one request's rows (float32 ``[n, dim]``) that runs on the worker thread
+right after its batch, e.g. the search of a text query: it saves the request a round trip
+through the event loop and a second thread pool between encoding and searching."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +87,10 @@ class EncodeResult:
     encode_s: float
     batch_inputs: int
     batch_requests: int
+    follow_up: object = None
+    """What the request's :data:`FollowUp` returned (None without one)."""
+    follow_up_s: float = 0.0
+    """Seconds the follow-up took."""
 
 
 @dataclass(eq=False)
@@ -90,6 +100,7 @@ class _Job(Generic[Input]):
     loop: asyncio.AbstractEventLoop
     enqueued_s: float
     deadline_s: float
+    follow_up: FollowUp | None = None
     started: bool = False
     queue_s: float = field(default=0.0)
 
@@ -106,6 +117,18 @@ def _settle(future: asyncio.Future[EncodeResult], outcome: EncodeResult | BaseEx
         future.set_exception(outcome)
     else:
         future.set_result(outcome)
+
+
+def _follow(job: _Job[Any], result: EncodeResult) -> EncodeResult | BaseException:
+    """``result`` with the job's follow-up run on its rows, or what the follow-up raised."""
+    if job.follow_up is None or job.future.done():  # none, or its request gave up
+        return result
+    started = time.perf_counter()
+    try:
+        value = job.follow_up(result.rows)
+    except Exception as error:
+        return error
+    return dataclasses.replace(result, follow_up=value, follow_up_s=time.perf_counter() - started)
 
 
 def _retrieve(future: asyncio.Future[EncodeResult]) -> None:
@@ -154,18 +177,24 @@ class Batcher(Generic[Input]):
         with self._lock:
             return len(self._queue)
 
-    async def submit(self, inputs: Sequence[Input], deadline_s: float) -> EncodeResult:
-        """Queue ``inputs`` (one request's) and return their rows once their batch has run.
+    async def submit(
+        self, inputs: Sequence[Input], deadline_s: float, follow_up: FollowUp | None = None
+    ) -> EncodeResult:
+        """Queue ``inputs`` (one request's) and return their rows once their batch has run,
+        with what ``follow_up`` (run on the worker thread on those rows) returned.
 
         Raises ``ServiceError`` overloaded (503 + Retry-After) when the queue is full or when
         ``deadline_s`` (``perf_counter`` seconds) passes before the batch starts, not_ready
-        (503) once the batcher is closing; and whatever the encoder raised for these inputs.
+        (503) once the batcher is closing; and whatever the encoder or ``follow_up`` raised
+        for these inputs.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[EncodeResult] = loop.create_future()
         future.add_done_callback(_retrieve)
         now = time.perf_counter()
-        job = _Job(list(inputs), future, loop, enqueued_s=now, deadline_s=deadline_s)
+        job = _Job(
+            list(inputs), future, loop, enqueued_s=now, deadline_s=deadline_s, follow_up=follow_up
+        )
         with self._lock:
             self._admit(now, deadline_s)
             self._queue.append(job)
@@ -337,7 +366,9 @@ class Batcher(Generic[Input]):
         for job in jobs:
             rows = output[offset : offset + len(job.inputs)]
             offset += len(job.inputs)
-            job.settle(EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs)))
+            job.settle(
+                _follow(job, EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs)))
+            )
 
     def _observe(self, jobs: list[_Job[Input]], inputs: int, encode_s: float) -> None:
         labels = (self.variant, self.tower)

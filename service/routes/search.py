@@ -40,6 +40,7 @@ from service.state import (
 )
 from service.store import (
     LiveIndexStore,
+    SearchHit,
     ServedCollection,
     ServedVariant,
     normalised_query_vector,
@@ -116,6 +117,16 @@ async def _answer(
         set(options.exclude),
         state.settings.faiss_threads,
     )
+    return _response(context, variant, served, options, hits)
+
+
+def _response(
+    context: RequestContext,
+    variant: ServedVariant,
+    served: ServedCollection,
+    options: SearchOptions,
+    hits: list[SearchHit],
+) -> SearchResponse:
     # Validated in one call from plain dicts: a third cheaper than a model per hit at k = 1000.
     return SearchResponse.model_validate(
         {
@@ -166,6 +177,20 @@ async def search(
     kind = body.query.kind
     tower: Tower | None = kind if kind in ("text", "image") else None
     variant, served = _target(store, body, tower, f"query.{kind}")
+    if body.query.text is not None:
+        # The common case, encoded and searched in one trip to the text batcher's thread.
+        hits = await stages.search_text(
+            context,
+            state.metrics,
+            state.encode_pool,
+            variant,
+            served,
+            body.query.text,
+            body.k,
+            set(body.exclude),
+            state.settings.faiss_threads,
+        )
+        return _response(context, variant, served, body, hits)
     vector = await query_vector(state, store, context, variant, body.query)
     return await _answer(state, context, variant, served, body, vector)
 

@@ -1,6 +1,10 @@
 """Micro-batching and admission control through HTTP: concurrent requests share encoder calls,
 a full queue and a passed deadline answer 503 overloaded with Retry-After, timings and metrics
-report the queue."""
+report the queue.
+
+The scenarios that hold the encoder busy on one batch run one encoder worker thread
+(``encoder_workers=1``), so that the next requests queue behind that batch.
+"""
 
 from __future__ import annotations
 
@@ -82,7 +86,7 @@ def in_background(
 
 def test_concurrent_searches_share_encoder_calls(settings: Settings) -> None:
     encoder = GatedTextEncoder()
-    with serving(settings, encoder) as client, ThreadPoolExecutor(8) as pool:
+    with serving(settings.model_copy(update={"encoder_workers": 1}), encoder) as client, ThreadPoolExecutor(8) as pool:
         first = in_background(pool, client, ["a dog on a couch"])
         wait_for(encoder.entered.is_set)
         rest = in_background(pool, client, [f"a cat number {n}" for n in range(5)])
@@ -120,6 +124,7 @@ def test_a_full_queue_answers_503_overloaded_with_retry_after(
         variants_root=variants_root,
         max_queue_depth=2,
         overload_retry_after_s=4,
+        encoder_workers=1,
     )
     encoder = GatedTextEncoder()
     with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:
@@ -154,6 +159,7 @@ def test_requests_beyond_the_in_flight_limit_are_refused_at_the_door(
         variants_root=variants_root,
         max_concurrent_requests=2,
         overload_retry_after_s=3,
+        encoder_workers=1,
     )
     encoder = GatedTextEncoder()
     with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:
@@ -191,7 +197,10 @@ def test_a_request_whose_deadline_passes_in_the_queue_is_dropped(
     bundles_root: Path, variants_root: Path
 ) -> None:
     settings = Settings(
-        bundles_root=bundles_root, variants_root=variants_root, request_timeout_ms=300
+        bundles_root=bundles_root,
+        variants_root=variants_root,
+        request_timeout_ms=300,
+        encoder_workers=1,
     )
     encoder = GatedTextEncoder()
     with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:

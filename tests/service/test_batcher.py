@@ -368,3 +368,57 @@ def test_close_waits_for_every_worker() -> None:
     results = asyncio.run(scenario())
     assert sorted(result.rows[0, 0] for result in results) == [0, 1, 2]
     assert sorted(map(tuple, encoder.calls)) == [(0,), (1,), (2,)]
+
+
+def test_a_follow_up_runs_on_the_worker_thread_on_its_own_rows() -> None:
+    encoder = GatedEncoder()
+    batcher, _ = make(encoder)
+    seen: list[tuple[str, list[float]]] = []
+
+    def total(rows: np.ndarray) -> float:
+        seen.append((threading.current_thread().name, rows[:, 0].tolist()))
+        return float(rows.sum())
+
+    async def scenario() -> list[EncodeResult]:
+        tasks = await fill_behind_a_running_batch(batcher, encoder, [])
+        tasks += [
+            asyncio.create_task(batcher.submit(group, math.inf, total))
+            for group in ([1, 2], [3])
+        ]
+        await wait_until(lambda: batcher.queue_depth == 2)
+        encoder.gate.set()
+        return list(await asyncio.gather(*tasks))
+
+    results = asyncio.run(scenario())
+    assert encoder.calls == [[0], [1, 2, 3]]
+    assert [result.follow_up for result in results] == [None, 12.0, 12.0]
+    assert sorted(values for _, values in seen) == [[1.0, 2.0], [3.0]]
+    assert {name for name, _ in seen} == {"encode-v-text-0"}
+    assert results[0].follow_up_s == 0.0
+    assert all(result.follow_up_s > 0 for result in results[1:])
+
+
+def test_a_failing_follow_up_fails_only_its_own_request() -> None:
+    encoder = GatedEncoder()
+    batcher, _ = make(encoder)
+
+    def refuse_three(rows: np.ndarray) -> int:
+        if 3 in rows[:, 0]:
+            raise ServiceError(ErrorCode.INVALID_INPUT, "three is refused")
+        return len(rows)
+
+    async def scenario() -> list[EncodeResult | BaseException]:
+        tasks = await fill_behind_a_running_batch(batcher, encoder, [])
+        tasks += [
+            asyncio.create_task(batcher.submit(group, math.inf, refuse_three))
+            for group in ([1, 2], [3])
+        ]
+        await wait_until(lambda: batcher.queue_depth == 2)
+        encoder.gate.set()
+        return list(await asyncio.gather(*tasks, return_exceptions=True))
+
+    _, kept, refused = asyncio.run(scenario())
+    assert isinstance(kept, EncodeResult) and kept.follow_up == 2
+    assert isinstance(refused, ServiceError) and refused.code is ErrorCode.INVALID_INPUT
+    # The batch itself succeeded: it was not retried request by request.
+    assert encoder.calls == [[0], [1, 2, 3]]

@@ -90,10 +90,11 @@ def read_key_on_an_admin_route(root: Path) -> httpx.Response:
 
 
 def behind_a_busy_encoder(root: Path, late: bool, **changes: Any) -> httpx.Response:
-    """A request arriving while one runs and (unless ``late``) one waits."""
+    """A request arriving while one runs and (unless ``late``) one waits (one encoder worker
+    thread, so that the running batch holds the encoder)."""
     encoder = GatedTextEncoder()
     encoder.gate.set()
-    with serve(root, encoder, **changes) as client, ThreadPoolExecutor(2) as pool:
+    with serve(root, encoder, encoder_workers=1, **changes) as client, ThreadPoolExecutor(2) as pool:
         encoder.gate.clear()
         encoder.entered.clear()
         busy = [pool.submit(client.post, "/v1/search", json=SEARCH)]
