@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
+from service.admission import AdmissionGate
 from service.auth import ApiKeyMiddleware, KeyRing, document_security
 from service.errors import install_error_handlers
 from service.metrics import ServiceMetrics
@@ -135,7 +136,11 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     # or parses the body.
     app.add_middleware(
         ConcurrencyLimitMiddleware,
-        max_in_flight=settings.max_concurrent_requests,
+        gate=AdmissionGate(
+            limit=settings.max_concurrent_requests,
+            max_waiting=settings.max_waiting_requests,
+            max_wait_s=settings.admission_wait_ms / 1000.0,
+        ),
         paths=WORK_ROUTES,
         retry_after_s=settings.overload_retry_after_s,
         metrics=state.metrics,

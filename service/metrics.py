@@ -99,11 +99,22 @@ class ServiceMetrics:
             ["variant", "tower"],
             registry=self.registry,
         )
+        self.admission_waiting = Gauge(
+            "crisscross_admission_waiting",
+            "Requests waiting at the door for an in-flight slot (the admission waiting room).",
+            registry=self.registry,
+        )
+        self.admission_overloaded = Gauge(
+            "crisscross_admission_overloaded",
+            "1 while the door counts the service as overloaded (arrivals outnumber completions) "
+            "and refuses requests that find no free slot at once, else 0.",
+            registry=self.registry,
+        )
         self.refused = Counter(
             "crisscross_requests_refused",
-            "Requests refused before their work ran, by reason: in_flight, queue_full and deadline "
-            "(503 overloaded), shutting_down (503 not_ready), unauthorized (401), forbidden "
-            "(403).",
+            "Requests refused before their work ran, by reason: in_flight, waiting_room_full, "
+            "queue_timeout, queue_full and deadline (503 overloaded), shutting_down (503 "
+            "not_ready), unauthorized (401), forbidden (403).",
             ["reason"],
             registry=self.registry,
         )

@@ -12,12 +12,14 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from service.admission import AdmissionGate, Refusal
 from service.errors import ErrorCode, error_response
 from service.metrics import UNMATCHED_ROUTE, ServiceMetrics
 from service.request_context import (
@@ -153,51 +155,64 @@ class RequestContextMiddleware:
 
 
 class ConcurrencyLimitMiddleware:
-    """Refuses work beyond ``max_in_flight`` concurrent requests on ``paths`` with 503
-    ``overloaded`` and ``Retry-After``, before a byte of the body is read.
+    """Admits work on ``paths`` through an :class:`~service.admission.AdmissionGate` and refuses
+    the rest with 503 ``overloaded`` and ``Retry-After``, before a byte of the body is read.
 
     A refusal here costs no parsing, validation or encoding, so it stays fast when the service
-    is saturated; and since at most ``max_in_flight`` requests share the encoder and the
-    search threads, the admitted ones keep their latency instead of queueing behind the excess
-    (what TEI's ``max_concurrent_requests`` does). Counts one event loop's requests: no lock.
+    is saturated; and since at most ``gate.limit`` requests share the encoder and the search
+    threads, the admitted ones keep their latency instead of queueing behind the excess (what
+    TEI's ``max_concurrent_requests`` does). Bursts below saturation wait briefly in the gate's
+    waiting room instead of being refused.
     """
 
     def __init__(
         self,
         app: ASGIApp,
         *,
-        max_in_flight: int,
+        gate: AdmissionGate,
         paths: frozenset[str],
         retry_after_s: int,
         metrics: ServiceMetrics,
     ) -> None:
         self.app = app
-        self.max_in_flight = max_in_flight
+        self.gate = gate
         self.paths = paths
         self.retry_after_s = retry_after_s
         self.metrics = metrics
-        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or _app_path(scope) not in self.paths:
             await self.app(scope, receive, send)
             return
-        if self.in_flight >= self.max_in_flight:
-            self.metrics.refused.labels("in_flight").inc()
+        gate = self.gate
+        self.metrics.admission_waiting.inc()
+        try:
+            refusal = await gate.acquire()
+        finally:
+            self.metrics.admission_waiting.dec()
+        self.metrics.admission_overloaded.set(1 if gate.overloaded else 0)
+        if refusal is not None:
+            self.metrics.refused.labels(refusal).inc()
             response = error_response(
                 ErrorCode.OVERLOADED,
-                f"overloaded: {self.in_flight} requests are in flight "
-                f"(max_concurrent_requests={self.max_in_flight}); retry later",
+                f"overloaded: {gate.in_flight} requests are in flight "
+                f"(max_concurrent_requests={gate.limit}) and {_REFUSALS[refusal]}; retry later",
                 request_id_of(scope),
                 headers={"Retry-After": str(self.retry_after_s)},
             )
             await response(scope, receive, send)
             return
-        self.in_flight += 1
         try:
             await self.app(scope, receive, send)
         finally:
-            self.in_flight -= 1
+            gate.release()
+
+
+_REFUSALS: Final[Mapping[Refusal, str]] = {
+    "in_flight": "arrivals outpace completions, so none may wait",
+    "waiting_room_full": "the waiting room is full (max_waiting_requests)",
+    "queue_timeout": "no slot freed up within admission_wait_ms",
+}
 
 
 @dataclass(frozen=True)

@@ -71,6 +71,13 @@ def wait_for(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
         time.sleep(0.005)
 
 
+def metric_value(client: TestClient, name: str) -> float:
+    for line in client.get("/metrics").text.splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
 def queue_depth(client: TestClient) -> float:
     for line in client.get("/metrics").text.splitlines():
         if line.startswith("crisscross_encode_queue_depth{"):
@@ -86,7 +93,8 @@ def in_background(
 
 def test_concurrent_searches_share_encoder_calls(settings: Settings) -> None:
     encoder = GatedTextEncoder()
-    with serving(settings.model_copy(update={"encoder_workers": 1}), encoder) as client, ThreadPoolExecutor(8) as pool:
+    one_worker = settings.model_copy(update={"encoder_workers": 1})
+    with serving(one_worker, encoder) as client, ThreadPoolExecutor(8) as pool:
         first = in_background(pool, client, ["a dog on a couch"])
         wait_for(encoder.entered.is_set)
         rest = in_background(pool, client, [f"a cat number {n}" for n in range(5)])
@@ -160,6 +168,7 @@ def test_requests_beyond_the_in_flight_limit_are_refused_at_the_door(
         max_concurrent_requests=2,
         overload_retry_after_s=3,
         encoder_workers=1,
+        admission_wait_ms=0,  # no waiting room: a request beyond the limit is refused at once
     )
     encoder = GatedTextEncoder()
     with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:
@@ -191,6 +200,64 @@ def test_requests_beyond_the_in_flight_limit_are_refused_at_the_door(
     assert after.status_code == 200
     assert ["three"] not in encoder.calls
     assert 'crisscross_requests_refused_total{reason="in_flight"} 2.0' in metrics
+
+
+def test_a_request_beyond_the_limit_waits_for_a_slot_in_the_waiting_room(
+    bundles_root: Path, variants_root: Path
+) -> None:
+    settings = Settings(
+        bundles_root=bundles_root,
+        variants_root=variants_root,
+        max_concurrent_requests=1,
+        max_waiting_requests=1,
+        admission_wait_ms=5_000,
+        encoder_workers=1,
+    )
+    encoder = GatedTextEncoder()
+    with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:
+        running = in_background(pool, client, ["one"])
+        wait_for(encoder.entered.is_set)
+        waiting = in_background(pool, client, ["two"])
+        wait_for(lambda: metric_value(client, "crisscross_admission_waiting") == 1)
+        room_full = search(client, "three")
+        encoder.gate.set()
+        answered = [future.result(timeout=10) for future in running + waiting]
+        metrics = client.get("/metrics").text
+    assert [response.status_code for response in answered] == [200, 200]
+    assert answered[1].json()["results"][0]["metadata"]["text"] is not None
+    assert room_full.status_code == 503
+    assert "waiting room is full" in room_full.json()["error"]["message"]
+    assert encoder.calls == [["one"], ["two"]]
+    assert 'crisscross_requests_refused_total{reason="waiting_room_full"} 1.0' in metrics
+    assert "crisscross_admission_waiting 0.0" in metrics
+
+
+def test_a_wait_for_a_slot_that_runs_out_is_refused(
+    bundles_root: Path, variants_root: Path
+) -> None:
+    settings = Settings(
+        bundles_root=bundles_root,
+        variants_root=variants_root,
+        max_concurrent_requests=1,
+        admission_wait_ms=50,
+        overload_retry_after_s=2,
+    )
+    encoder = GatedTextEncoder()
+    with serving(settings, encoder) as client, ThreadPoolExecutor(4) as pool:
+        running = in_background(pool, client, ["one"])
+        wait_for(encoder.entered.is_set)
+        started = time.monotonic()
+        timed_out = search(client, "two")
+        waited_s = time.monotonic() - started
+        encoder.gate.set()
+        assert running[0].result(timeout=10).status_code == 200
+        metrics = client.get("/metrics").text
+    assert timed_out.status_code == 503
+    assert timed_out.headers["retry-after"] == "2"
+    assert "admission_wait_ms" in timed_out.json()["error"]["message"]
+    assert waited_s >= 0.05
+    assert ["two"] not in encoder.calls
+    assert 'crisscross_requests_refused_total{reason="queue_timeout"} 1.0' in metrics
 
 
 def test_a_request_whose_deadline_passes_in_the_queue_is_dropped(

@@ -382,8 +382,7 @@ def test_a_follow_up_runs_on_the_worker_thread_on_its_own_rows() -> None:
     async def scenario() -> list[EncodeResult]:
         tasks = await fill_behind_a_running_batch(batcher, encoder, [])
         tasks += [
-            asyncio.create_task(batcher.submit(group, math.inf, total))
-            for group in ([1, 2], [3])
+            asyncio.create_task(batcher.submit(group, math.inf, total)) for group in ([1, 2], [3])
         ]
         await wait_until(lambda: batcher.queue_depth == 2)
         encoder.gate.set()
@@ -418,7 +417,9 @@ def test_a_failing_follow_up_fails_only_its_own_request() -> None:
         return list(await asyncio.gather(*tasks, return_exceptions=True))
 
     _, kept, refused = asyncio.run(scenario())
-    assert isinstance(kept, EncodeResult) and kept.follow_up == 2
-    assert isinstance(refused, ServiceError) and refused.code is ErrorCode.INVALID_INPUT
+    assert isinstance(kept, EncodeResult)
+    assert kept.follow_up == 2
+    assert isinstance(refused, ServiceError)
+    assert refused.code is ErrorCode.INVALID_INPUT
     # The batch itself succeeded: it was not retried request by request.
     assert encoder.calls == [[0], [1, 2, 3]]

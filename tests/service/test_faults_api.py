@@ -94,7 +94,8 @@ def behind_a_busy_encoder(root: Path, late: bool, **changes: Any) -> httpx.Respo
     thread, so that the running batch holds the encoder)."""
     encoder = GatedTextEncoder()
     encoder.gate.set()
-    with serve(root, encoder, encoder_workers=1, **changes) as client, ThreadPoolExecutor(2) as pool:
+    changes["encoder_workers"] = 1
+    with serve(root, encoder, **changes) as client, ThreadPoolExecutor(2) as pool:
         encoder.gate.clear()
         encoder.entered.clear()
         busy = [pool.submit(client.post, "/v1/search", json=SEARCH)]

@@ -1,0 +1,156 @@
+"""The admission gate on its own: slots, the waiting room, overload detection, cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from service.admission import OVERLOAD_RATIO, WINDOW_S, AdmissionGate, Refusal
+
+
+class Clock:
+    """A clock the test moves by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def gate(limit: int = 1, max_waiting: int = 4, max_wait_s: float = 5.0) -> AdmissionGate:
+    return AdmissionGate(limit, max_waiting, max_wait_s, clock=Clock())
+
+
+async def settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def test_requests_within_the_limit_pass_and_release_frees_the_slot() -> None:
+    async def scenario() -> None:
+        door = gate(limit=2)
+        assert await door.acquire() is None
+        assert await door.acquire() is None
+        assert door.in_flight == 2
+        door.release()
+        assert door.in_flight == 1
+
+    asyncio.run(scenario())
+
+
+def test_waiters_get_freed_slots_first_come_first_served() -> None:
+    async def scenario() -> list[str]:
+        door = gate(limit=1)
+        order: list[str] = []
+        assert await door.acquire() is None
+
+        async def wait(name: str) -> None:
+            assert await door.acquire() is None
+            order.append(name)
+
+        tasks = [asyncio.create_task(wait(name)) for name in ("a", "b")]
+        await settle()
+        assert door.waiting == 2
+        door.release()  # to "a"
+        await settle()
+        door.release()  # "a" is done: to "b"
+        await asyncio.gather(*tasks)
+        assert door.in_flight == 1
+        assert door.waiting == 0
+        return order
+
+    assert asyncio.run(scenario()) == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("max_waiting", "max_wait_s", "refusal"),
+    [(0, 5.0, "waiting_room_full"), (4, 0.0, "in_flight"), (4, 0.01, "queue_timeout")],
+)
+def test_a_request_that_cannot_wait_is_refused_with_the_reason(
+    max_waiting: int, max_wait_s: float, refusal: Refusal
+) -> None:
+    async def scenario() -> Refusal | None:
+        door = gate(limit=1, max_waiting=max_waiting, max_wait_s=max_wait_s)
+        assert await door.acquire() is None
+        answer = await door.acquire()
+        assert door.waiting == 0
+        assert door.in_flight == 1
+        return answer
+
+    assert asyncio.run(scenario()) == refusal
+
+
+def test_arrivals_outpacing_completions_turn_waiting_off_until_they_stop() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        door = AdmissionGate(1, max_waiting=64, max_wait_s=0.01, clock=clock)
+        assert await door.acquire() is None
+        # One window: ten arrivals (nine time out in the waiting room), one completion.
+        for _ in range(9):
+            assert await door.acquire() == "queue_timeout"
+        door.release()
+        clock.now += WINDOW_S
+        assert await door.acquire() is None  # a free slot is still taken while overloaded
+        assert door.overloaded
+        assert await door.acquire() == "in_flight"  # no slot: refused at once, no wait
+        # A window where every arrival completes ends the overload.
+        door.release()
+        clock.now += WINDOW_S
+        assert await door.acquire() is None
+        door.release()
+        clock.now += WINDOW_S
+        assert await door.acquire() is None
+        assert not door.overloaded
+
+    asyncio.run(scenario())
+
+
+def test_at_saturation_arrivals_match_completions_and_nobody_counts_as_overloaded() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        door = AdmissionGate(2, max_waiting=4, max_wait_s=1.0, clock=clock)
+        for _ in range(3):
+            for _ in range(20):
+                assert await door.acquire() is None
+                door.release()
+            clock.now += WINDOW_S
+        assert await door.acquire() is None
+        assert not door.overloaded
+        assert OVERLOAD_RATIO > 1
+
+    asyncio.run(scenario())
+
+
+def test_a_cancelled_waiter_leaves_the_room_and_a_slot_handed_to_it_goes_on() -> None:
+    async def scenario() -> None:
+        door = gate(limit=1)
+        assert await door.acquire() is None
+        first = asyncio.create_task(door.acquire())
+        second = asyncio.create_task(door.acquire())
+        await settle()
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+        assert door.waiting == 1
+        # The slot is handed to "second", then "second" is cancelled before it runs: either it
+        # still got in (and holds the slot) or the slot went back. It must not leak.
+        door.release()
+        second.cancel()
+        (outcome,) = await asyncio.gather(second, return_exceptions=True)
+        if isinstance(outcome, asyncio.CancelledError):
+            assert door.in_flight == 0
+        else:
+            assert outcome is None
+            assert door.in_flight == 1
+            door.release()
+        assert door.waiting == 0
+        assert await door.acquire() is None
+        assert door.in_flight == 1
+
+    asyncio.run(scenario())
+
+
+def test_bad_gates_are_refused() -> None:
+    with pytest.raises(ValueError, match="limit"):
+        AdmissionGate(0, 1, 1.0)
