@@ -21,8 +21,10 @@ PORT=${BENCH_PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.
 URL="http://127.0.0.1:${PORT}"
 
 mkdir -p "$BENCH_DIR"
+# Each mode runs up to 4000 queries or 20 s, about as long as one load level: short runs on a
+# shared machine let one fast or slow second decide the ratio.
 "$PY" scripts/bench_inprocess.py --variant "$VARIANT_DIR" --bundle "$BUNDLE_DIR" \
-    --data "$DATA" --split "$SPLIT" --queries 500 --out "$BENCH_DIR/inprocess.json"
+    --data "$DATA" --split "$SPLIT" --queries 4000 --max-seconds 20 --out "$BENCH_DIR/inprocess.json"
 
 CRISSCROSS_BUNDLES="$(basename "$BUNDLE_DIR")" CRISSCROSS_MAX_CONCURRENT_REQUESTS="$BENCH_MAX_CONCURRENT" \
     "$PY" -m service serve --host 127.0.0.1 --port "$PORT" >"$BENCH_DIR/service.log" 2>&1 &

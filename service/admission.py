@@ -5,9 +5,12 @@ A fixed in-flight limit alone refuses the bursts of a Poisson stream well below 
 2 CPU cores with a limit of 3, 8 % of requests got 503 at half the saturation rate). A waiting
 room fixes that, but under sustained overload it would only add its wait to every admitted
 request. So the gate tells the two apart: it counts arrivals and completions over short
-windows, and while arrivals outnumber completions by more than :data:`OVERLOAD_RATIO` the
-service is *overloaded* — a request that finds no free slot is refused at once. Otherwise it
-waits, first come first served, for up to ``max_wait_s``, beside at most ``max_waiting`` others.
+windows, and while the arrivals of a window outnumber by more than :data:`OVERLOAD_RATIO` the
+most completions of the last :data:`CAPACITY_WINDOWS` windows (what the service has shown it can
+do) the service is *overloaded* — a request that finds no free slot is refused at once.
+Otherwise it waits, first come first served, for up to ``max_wait_s``, beside at most
+``max_waiting`` others. (Comparing with the window's own completions would never end an
+overload: refusing leaves slots idle between arrivals, so completions fall with it.)
 
 Everything runs on one event loop (no locks); ``clock`` is injectable for tests.
 """
@@ -21,8 +24,12 @@ from collections.abc import Callable
 from typing import Final, Literal
 
 OVERLOAD_RATIO: Final = 1.1
-"""Arrivals per completion over a window above which the service counts as overloaded: at or
-below saturation every arrival completes (ratio about 1), at twice saturation half do."""
+"""Arrivals per window over the capacity seen (most completions per window) above which the
+service counts as overloaded: below saturation the ratio stays under 1, at twice saturation it
+is about 2."""
+
+CAPACITY_WINDOWS: Final = 8
+"""How many recent windows the capacity (most completions in one window) is taken over."""
 
 WINDOW_S: Final = 0.25
 """Length of one counting window, in seconds: short, so that the start of an overload queues
@@ -56,6 +63,7 @@ class AdmissionGate:
         self._window_start = clock()
         self._arrivals = 0
         self._completions = 0
+        self._recent_completions: deque[int] = deque(maxlen=CAPACITY_WINDOWS)
 
     @property
     def waiting(self) -> int:
@@ -107,7 +115,9 @@ class AdmissionGate:
     def _count_arrival(self) -> None:
         now = self._clock()
         if now - self._window_start >= WINDOW_S:
-            self.overloaded = self._arrivals > OVERLOAD_RATIO * self._completions + 1
+            self._recent_completions.append(self._completions)
+            capacity = max(self._recent_completions)
+            self.overloaded = self._arrivals > OVERLOAD_RATIO * capacity + 1
             self._window_start = now
             self._arrivals = 0
             self._completions = 0

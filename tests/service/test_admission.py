@@ -154,3 +154,26 @@ def test_a_cancelled_waiter_leaves_the_room_and_a_slot_handed_to_it_goes_on() ->
 def test_bad_gates_are_refused() -> None:
     with pytest.raises(ValueError, match="limit"):
         AdmissionGate(0, 1, 1.0)
+
+
+def test_an_overload_ends_once_arrivals_fall_below_the_capacity_seen() -> None:
+    async def window(door: AdmissionGate, clock: Clock, arrivals: int, completions: int) -> None:
+        for _ in range(arrivals):
+            assert await door.acquire() is None
+        for _ in range(completions):
+            door.release()
+        clock.now += WINDOW_S
+
+    async def scenario() -> list[bool]:
+        clock = Clock()
+        door = AdmissionGate(10_000, max_waiting=0, max_wait_s=0.0, clock=clock)
+        seen = []
+        # capacity 40 per window; then twice that arrives; then 30 arrive while refusals (idle
+        # slots) keep completions at 20: below the capacity seen, so no longer overloaded.
+        for arrivals, completions in [(40, 40), (40, 40), (80, 40), (80, 40), (30, 20), (30, 30)]:
+            await window(door, clock, arrivals, completions)
+            seen.append(door.overloaded)
+        return seen
+
+    # the flag is decided by the first arrival of the next window
+    assert asyncio.run(scenario()) == [False, False, False, True, True, False]
