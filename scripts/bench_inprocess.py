@@ -203,7 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--providers", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument(
-        "--intra-op-threads", type=int, default=0, help="onnxruntime threads (0, as the service)"
+        "--intra-op-threads",
+        type=int,
+        default=0,
+        help=(
+            "onnxruntime threads per session (0 = one per core: the fastest bare loop on 2 cores, "
+            "so the strictest baseline; the service runs 1 per encoder worker)"
+        ),
     )
     parser.add_argument("--seed", type=int, default=0, help="caption order (0, as the load test)")
     parser.add_argument("--no-verify", action="store_true", help="skip bundle hash checks")
