@@ -134,13 +134,17 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     )
     # Inside the key check (an unknown client gets 401, not 503), outside everything that reads
     # or parses the body.
+    gate = AdmissionGate(
+        limit=settings.max_concurrent_requests,
+        max_waiting=settings.max_waiting_requests,
+        max_wait_s=settings.admission_wait_ms / 1000.0,
+    )
+    # Read from the gate when /metrics is scraped: nothing to update on the request path.
+    state.metrics.admission_waiting.set_function(lambda: gate.waiting)
+    state.metrics.admission_overloaded.set_function(lambda: float(gate.overloaded))
     app.add_middleware(
         ConcurrencyLimitMiddleware,
-        gate=AdmissionGate(
-            limit=settings.max_concurrent_requests,
-            max_waiting=settings.max_waiting_requests,
-            max_wait_s=settings.admission_wait_ms / 1000.0,
-        ),
+        gate=gate,
         paths=WORK_ROUTES,
         retry_after_s=settings.overload_retry_after_s,
         metrics=state.metrics,

@@ -185,12 +185,7 @@ class ConcurrencyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         gate = self.gate
-        self.metrics.admission_waiting.inc()
-        try:
-            refusal = await gate.acquire()
-        finally:
-            self.metrics.admission_waiting.dec()
-        self.metrics.admission_overloaded.set(1 if gate.overloaded else 0)
+        refusal = await gate.acquire()
         if refusal is not None:
             self.metrics.refused.labels(refusal).inc()
             response = error_response(

@@ -76,8 +76,7 @@ async def search_text(
 
     result = await pool.texts(variant).submit([text], context.deadline_s, search_rows)
     _record_encode(context, result)
-    context.add_search_ms(result.follow_up_s * 1000.0)
-    metrics.search_seconds.labels(served.variant, served.name).observe(result.follow_up_s)
+    _record_search(context, metrics, served, result.follow_up_s)
     hits: list[SearchHit] = cast("list[SearchHit]", result.follow_up)
     return hits
 
@@ -169,9 +168,14 @@ async def search(
     try:
         return await run_in_threadpool(_search_on_worker, faiss_threads, served, query, k, exclude)
     finally:
-        elapsed_s = time.perf_counter() - started
-        context.add_search_ms(elapsed_s * 1000.0)
-        metrics.search_seconds.labels(served.variant, served.name).observe(elapsed_s)
+        _record_search(context, metrics, served, time.perf_counter() - started)
+
+
+def _record_search(
+    context: RequestContext, metrics: ServiceMetrics, served: ServedCollection, seconds: float
+) -> None:
+    context.add_search_ms(seconds * 1000.0)
+    metrics.search_seconds.labels(served.variant, served.name).observe(seconds)
 
 
 def _search_on_worker(

@@ -64,25 +64,22 @@ async def query_vector(
     query: QueryInput,
     where: str = "query",
 ) -> np.ndarray:
-    """The float32 ``[dim]`` vector of one query side: the text's or the image's embedding, the
-    item's stored vector (unknown collection or item raise not_found before anything is
-    encoded), or the client's own vector, normalised (422 for a wrong dimension, a non-finite
-    number or zero norm). The caller has checked that ``variant`` has the tower the side
-    needs."""
+    """The float32 ``[dim]`` vector of a query side that is not a text (texts are encoded and
+    searched in one step by :func:`stages.search_text`): the image's embedding, the item's
+    stored vector (unknown collection or item raise not_found before anything is encoded), or
+    the client's own vector, normalised (422 for a wrong dimension, a non-finite number or zero
+    norm). The caller has checked that ``variant`` has the tower the side needs."""
     if query.item is not None:
         served = store.collection(variant, query.item.collection)
         return store.stored_vector(served, store.row_of(served, query.item.id))
     if query.vector is not None:
         return normalised_query_vector(query.vector, variant.dim, f"{where}.vector")
-    if query.image is not None:
-        payload = ImagePayload(f"{where}.image", query.image)
-        limits = image_limits(state.settings)
-        vectors = await stages.embed_images(
-            context, state.metrics, state.encode_pool, variant, [payload], limits
-        )
-    else:
-        assert query.text is not None  # QueryInput holds exactly one of the four
-        vectors = await stages.encode_texts(context, state.encode_pool, variant, [query.text])
+    assert query.image is not None  # QueryInput holds exactly one of the four; not a text here
+    payload = ImagePayload(f"{where}.image", query.image)
+    limits = image_limits(state.settings)
+    vectors = await stages.embed_images(
+        context, state.metrics, state.encode_pool, variant, [payload], limits
+    )
     first: np.ndarray = vectors[0]
     return first
 
