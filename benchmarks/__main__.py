@@ -165,6 +165,13 @@ def _add_load_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--warmup", type=int, default=50, help="unrecorded requests before a closed level (50)"
     )
     load.add_argument(
+        "--open-warmup-s",
+        type=float,
+        default=2.0,
+        help="open loop: seconds at each level's rate before the measured ones, reported apart "
+        "as the level's warm-up (2)",
+    )
+    load.add_argument(
         "--max-connections",
         type=_positive_int,
         default=256,
@@ -211,6 +218,7 @@ def load_config_from_args(args: argparse.Namespace) -> LoadRunConfig:
         duration_s=args.duration_s,
         max_requests=args.requests,
         warmup_requests=max(0, args.warmup),
+        open_warmup_s=max(0.0, args.open_warmup_s),
         max_connections=args.max_connections,
         drain_s=max(0.0, args.drain_s),
         timeout_s=args.timeout,

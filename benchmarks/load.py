@@ -53,7 +53,7 @@ import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -197,6 +197,13 @@ class InFlightMeter:
         self._last = now
         self.in_flight -= 1
 
+    def restart(self, now: float) -> None:
+        """Measure from ``now`` on, keeping the requests on the wire (the end of a warm-up)."""
+        self.start = now
+        self._area = 0.0
+        self._last = now
+        self.peak = self.in_flight
+
     def mean(self, end: float) -> float:
         """Mean number in flight from ``start`` to ``end`` (seconds)."""
         span = end - self.start
@@ -222,6 +229,8 @@ class LevelRun:
         connections: TCP connections opened during the level.
         resends: requests resent once after a reused connection turned out closed.
         backlogged: open loop: requests that found no idle connection at dispatch.
+        warmup: open loop: the requests of the warm-up (sent at the same rate before
+            ``start``, not in ``samples``).
     """
 
     mode: str
@@ -237,6 +246,7 @@ class LevelRun:
     connections: int = 0
     resends: int = 0
     backlogged: int = 0
+    warmup: list[Sample] = field(default_factory=list)
 
 
 async def _timed_send(sender: Sender, sample: Sample, index: int, meter: InFlightMeter) -> None:
@@ -383,8 +393,14 @@ async def open_loop(
     drain_s: float,
     first_index: int = 0,
     lead_s: float = 0.02,
+    warmup_s: float = 0.0,
 ) -> LevelRun:
     """Run one open-loop level: send request ``i`` at ``start + schedule[i]``.
+
+    The requests intended in the first ``warmup_s`` seconds are the warm-up: sent like the
+    others, but kept apart (``LevelRun.warmup``); the level's window, in-flight meter and client
+    CPU start after them. What a service does at the onset of a load (before it has adapted to
+    it) then does not blur its steady state, and is still reported.
 
     Args:
         pool: the connections (senders) requests are handed to.
@@ -400,8 +416,10 @@ async def open_loop(
     clock = time.perf_counter
     loop = asyncio.get_running_loop()
     origin = clock() + lead_s
+    measured_from = origin + warmup_s
     meter = InFlightMeter(origin)
     samples: list[Sample] = []
+    warmup: list[Sample] = []
     tasks: set[asyncio.Task[None]] = set()
     backlogged = 0
     # Senders created before the level (prewarmed) do not count as connections of the level.
@@ -415,6 +433,7 @@ async def open_loop(
             pool.release(sender)
 
     cpu_start = time.process_time()
+    warming = warmup_s > 0
     for offset, index in zip(
         schedule, range(first_index, first_index + len(schedule)), strict=True
     ):
@@ -422,9 +441,13 @@ async def open_loop(
         wait = target - clock()
         if wait > 0:
             await asyncio.sleep(wait)
+        if warming and target >= measured_from:
+            warming = False
+            meter.restart(measured_from)
+            cpu_start = time.process_time()
         sample = Sample(intended=target, dispatched=clock())
-        samples.append(sample)
-        if not pool.has_idle():
+        (warmup if warming else samples).append(sample)
+        if not warming and not pool.has_idle():
             backlogged += 1
         task = loop.create_task(one(sample, index))
         tasks.add(task)
@@ -438,7 +461,7 @@ async def open_loop(
     for task in leftover:
         task.cancel()
     await asyncio.gather(*leftover, return_exceptions=True)
-    for sample in samples:
+    for sample in (*warmup, *samples):
         if sample.done is None:
             sample.failure = "unsent" if sample.sent is None else "timeout"
     if leftover:
@@ -446,16 +469,17 @@ async def open_loop(
     return LevelRun(
         mode="open",
         samples=samples,
-        start=origin,
+        start=origin if not warmup else measured_from,
         end=end,
         in_flight_mean=meter.mean(end),
         in_flight_peak=meter.peak,
         cpu_s=time.process_time() - cpu_start,
         concurrency=pool.max_size,
         rate=rate,
-        scheduled_s=schedule[-1],
+        scheduled_s=schedule[-1] - (warmup_s if warmup else 0.0),
         connections=max(0, pool.size - connections_before),
         backlogged=backlogged,
+        warmup=warmup,
     )
 
 
@@ -645,6 +669,35 @@ def summarize(run: LevelRun) -> dict[str, object]:
     for warning in warnings:
         logger.warning("%s: %s", label, warning)
     return entry
+
+
+def onset_summary(samples: Sequence[Sample]) -> dict[str, object]:
+    """The warm-up of an open level, apart from its steady state: ``requests``, ``ok``,
+    ``p50_ms`` / ``p99_ms`` (2xx), ``rejected`` (503) and ``rejected_p99_ms``, ``errors``
+    (anything else, failures included)."""
+    ok_ms = [
+        latency
+        for sample in samples
+        if sample.failure is None
+        and 200 <= sample.status < 300
+        and (latency := sample.latency_ms) is not None
+    ]
+    rejected_ms = [
+        latency
+        for sample in samples
+        if sample.failure is None
+        and sample.status == 503
+        and (latency := sample.latency_ms) is not None
+    ]
+    return {
+        "requests": len(samples),
+        "ok": len(ok_ms),
+        "p50_ms": _ms(percentile(ok_ms, 50.0)),
+        "p99_ms": _ms(percentile(ok_ms, 99.0)),
+        "rejected": len(rejected_ms),
+        "rejected_p99_ms": _ms(percentile(rejected_ms, 99.0)),
+        "errors": len(samples) - len(ok_ms) - len(rejected_ms),
+    }
 
 
 def latencies_ok_ms(run: LevelRun) -> list[float]:

@@ -27,7 +27,9 @@
                mode, concurrency   "closed" | "open"; workers | max connections
         open only: offered_rps (nominal), scheduled_rps (the drawn Poisson schedule),
                saturation_multiple, dispatch_lag_p99_ms, pool_wait_p99_ms, backlogged,
-               settle_s (wait for the service to drain before the level)
+               settle_s (wait for the service to drain before the level), onset
+               (the warm-up's requests, ok, p50_ms, p99_ms, rejected, rejected_p99_ms, errors:
+               sent at the level's rate before its measured window, not in its other numbers)
     saturation_qps     the largest closed-level qps
     inprocess_qps      bare in-process queries/s (scripts/bench_inprocess.py) or null
     efficiency_ratio   saturation_qps ÷ inprocess_qps, or null
@@ -155,11 +157,14 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
                 *_common(entry),
                 _cell(entry.get("dispatch_lag_p99_ms"), 2),
                 _cell(entry.get("backlogged")),
+                _onset(entry.get("onset")),
             ]
             for key, entry in opened.items()
         ]
         header = ["level", "offered rps", "× sat.", *COMMON_HEADER, "dispatch lag p99 ms"]
-        lines += markdown_table([*header, "waited for a connection"], rows)
+        lines += markdown_table(
+            [*header, "waited for a connection", "warm-up: requests, 2xx p99 ms, 503"], rows
+        )
     lines += ["", "## Summary", ""]
     saturation = report.get("saturation_qps")
     inprocess = report.get("inprocess_qps")
@@ -210,6 +215,16 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
             f"{load}, after {environment.get('load_average_after')}.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _onset(onset: object) -> str:
+    """The warm-up cell of an open level: what the service did before it adapted."""
+    if not isinstance(onset, Mapping) or not onset.get("requests"):
+        return "–"
+    return (
+        f"{_cell(onset.get('requests'))}, {_cell(onset.get('p99_ms'))}, "
+        f"{_cell(onset.get('rejected'))}"
+    )
 
 
 def _percent(value: object) -> float | None:

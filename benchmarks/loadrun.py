@@ -48,6 +48,7 @@ from benchmarks.load import (
     SenderPool,
     closed_loop,
     latencies_ok_ms,
+    onset_summary,
     open_loop,
     poisson_schedule,
     summarize,
@@ -87,7 +88,10 @@ class LoadRunConfig:
             saturation throughput; ``()`` = no open loop.
         open_fractions: multiples of saturation used when ``open_rates`` is ``None``.
         duration_s: longest a level sends, seconds (closed: no start after it; open: the
-            schedule's length).
+            measured schedule's length, after the warm-up).
+        open_warmup_s: open loop: seconds of each level's arrivals sent before the measured
+            ``duration_s`` (the service adapts to a new load meanwhile); reported apart as the
+            level's ``onset``.
         max_requests: most requests per level.
         warmup_requests: unrecorded requests before each closed level.
         max_connections: open loop: most connections at once.
@@ -110,6 +114,7 @@ class LoadRunConfig:
     open_rates: tuple[float, ...] | None = None
     open_fractions: tuple[float, ...] = DEFAULT_FRACTIONS
     duration_s: float = 20.0
+    open_warmup_s: float = 2.0
     max_requests: int = 20_000
     warmup_requests: int = 50
     max_connections: int = 256
@@ -133,6 +138,8 @@ class LoadRunConfig:
             raise ValueError("open fractions must be > 0")
         if self.duration_s <= 0 or self.drain_s < 0 or self.timeout_s <= 0:
             raise ValueError("need duration_s > 0, drain_s ≥ 0, timeout_s > 0")
+        if self.open_warmup_s < 0:
+            raise ValueError("open_warmup_s must be ≥ 0")
         if self.max_requests < 1 or self.warmup_requests < 0 or self.max_connections < 1:
             raise ValueError("need max_requests ≥ 1, warmup_requests ≥ 0, max_connections ≥ 1")
         if self.k < 1:
@@ -388,12 +395,22 @@ async def _open_level(
             rate=rate,
             drain_s=config.drain_s,
             first_index=session.take(len(schedule)),
+            warmup_s=config.open_warmup_s,
         )
         connects_after, resends_after = _connection_counts(pool.senders)
         run.connections, run.resends = connects_after - connects, resends_after - resends
         return run
     finally:
         await pool.aclose()
+
+
+def level_schedule(config: LoadRunConfig, rate: float, seed: list[int]) -> list[float]:
+    """An open level's Poisson send times: the warm-up's (``open_warmup_s``), then at most
+    ``max_requests`` over ``duration_s``."""
+    drawn = poisson_schedule(rate, config.open_warmup_s + config.duration_s, 2**62, seed)
+    warmup = [offset for offset in drawn if offset < config.open_warmup_s]
+    measured = [offset for offset in drawn if offset >= config.open_warmup_s]
+    return warmup + measured[: config.max_requests]
 
 
 async def _service_facts(config: LoadRunConfig) -> tuple[int, dict[str, Any]]:
@@ -500,11 +517,12 @@ async def run_load(config: LoadRunConfig) -> LoadRun:
             "–" if fraction is None else f"{fraction:g}",
             config.duration_s,
         )
-        schedule = poisson_schedule(
-            rate, config.duration_s, config.max_requests, [config.seed, number]
-        )
-        if not schedule:
-            skipped.append(f"{key}: no Poisson arrival within {config.duration_s:g} s; skipped")
+        schedule = level_schedule(config, rate, [config.seed, number])
+        if not any(offset >= config.open_warmup_s for offset in schedule):
+            skipped.append(
+                f"{key}: no Poisson arrival in the {config.duration_s:g} s after the warm-up; "
+                "skipped"
+            )
             logger.warning("%s", skipped[-1])
             continue
         began = time.perf_counter()
@@ -512,6 +530,7 @@ async def run_load(config: LoadRunConfig) -> LoadRun:
         entry = summarize(run)
         entry["saturation_multiple"] = round(rate / saturation, 3)
         entry["settle_s"] = round(settled, 3)
+        entry["onset"] = onset_summary(run.warmup)
         open_entries[key] = entry
         latencies[key] = latencies_ok_ms(run)
         durations[key] = round(time.perf_counter() - began, 3)
@@ -562,6 +581,7 @@ async def run_load(config: LoadRunConfig) -> LoadRun:
             "duration_s": config.duration_s,
             "max_requests": config.max_requests,
             "warmup_requests": config.warmup_requests,
+            "open_warmup_s": config.open_warmup_s,
             "max_connections": config.max_connections,
             "drain_s": config.drain_s,
             "timeout_s": config.timeout_s,

@@ -16,16 +16,20 @@ Modes (each ≤ ``--queries`` queries and ≤ ``--max-seconds``, after ``--warmu
   closed-loop load of that many clients.
 - ``sweep``: the same for each of ``--sweep-threads`` (default: the CPU count).
 
-``inprocess_qps`` is the best queries/s of all modes. Output: JSON (stdout, and ``--out``)::
+Each mode runs once per onnxruntime intra-op thread count of ``--intra-op-threads`` (default
+``0,1``: the runtime's one thread per core, and the service's one per encoder worker; which is
+faster depends on the mode and the machine). ``inprocess_qps`` is the best queries/s of all,
+the strictest baseline. Output: JSON (stdout, and ``--out``)::
 
-    {"inprocess_qps", "best_mode", "single": {...}, "pool": {...}, "sweep": {"t2": {...}},
-     "variant", "fingerprint", "providers", "intra_op_threads", "faiss_threads", "bundle",
-     "bundle_version",
+    {"inprocess_qps", "best_mode", "modes": {"intra<n>.single": {...}, "intra<n>.pool": {...},
+     "intra<n>.t<threads>": {...}, ...}, "variant", "fingerprint", "providers",
+     "intra_op_threads" (the list), "faiss_threads", "bundle", "bundle_version",
      "collection", "count", "dim", "factory", "k", "queries_available", "seed",
      "environment"}
-    mode entry: {"threads", "queries", "wall_s", "qps", "ms_per_query" (mean wall time of one
-                 query in that mode), "p50_ms", "p99_ms", "encode_ms_mean", "search_ms_mean",
-                 "cpu_s" (process CPU over the mode), "cpu_cores" (cpu_s ÷ wall_s)}
+    mode entry: {"intra_op_threads", "threads", "queries", "wall_s", "qps", "ms_per_query"
+                 (mean wall time of one query in that mode), "p50_ms", "p99_ms",
+                 "encode_ms_mean", "search_ms_mean", "cpu_s" (process CPU over the mode),
+                 "cpu_cores" (cpu_s ÷ wall_s)}
 
 Example::
 
@@ -159,6 +163,13 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+def _count_list(text: str) -> list[int]:
+    values = [int(part) for part in text.split(",") if part.strip()]
+    if not values or any(value < 0 for value in values):
+        raise argparse.ArgumentTypeError(f"expected integers ≥ 0: {text!r}")
+    return list(dict.fromkeys(values))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The script's arguments."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -204,11 +215,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--providers", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument(
         "--intra-op-threads",
-        type=int,
-        default=0,
+        type=_count_list,
+        default=[0, 1],
         help=(
-            "onnxruntime threads per session (0 = one per core: the fastest bare loop on 2 cores, "
-            "so the strictest baseline; the service runs 1 per encoder worker)"
+            "onnxruntime threads per session, each measured (0,1: 0 = one per core, 1 = the "
+            "service's one per encoder worker)"
         ),
     )
     parser.add_argument("--seed", type=int, default=0, help="caption order (0, as the load test)")
@@ -227,56 +238,52 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     texts = [caption.text for caption in read_captions(captions_path(args.data, args.split))]
     random.Random(args.seed).shuffle(texts)
-    encoder = OnnxTextEncoder(args.variant, args.providers, args.intra_op_threads)
     bundle = load_bundle(resolve_current(args.bundle), verify=not args.no_verify)
     if args.collection not in bundle.collections:
         log.error("bundle %s has no %r collection", bundle.path, args.collection)
         return 1
-    if bundle.variant_fingerprint != encoder.fingerprint:
-        log.error("bundle %s was built by another variant than %s", bundle.path, args.variant)
-        return 1
     collection = bundle.collections[args.collection]
     k = min(args.k, collection.count)
     next_query = 0
-    for index in range(args.warmup):
-        search_once(encoder, collection, texts[index % len(texts)], k)
-    next_query += args.warmup
-
-    def measure(threads: int) -> dict[str, Any]:
-        nonlocal next_query
-        log.info("%d thread(s), ≤ %d queries", threads, args.queries)
-        entry = run_mode(
-            encoder,
-            collection,
-            texts,
-            threads=threads,
-            queries=args.queries,
-            max_seconds=args.max_seconds,
-            k=k,
-            first=next_query,
-            faiss_threads=args.faiss_threads,
-        )
-        next_query += args.queries
-        log.info(
-            "  %.1f queries/s, %.2f ms/query", entry["qps"] or 0.0, entry["ms_per_query"] or 0.0
-        )
-        return entry
-
-    single = measure(1)
-    pool = measure(args.pool_threads)
-    sweep = {
-        f"t{threads}": measure(threads)
-        for threads in dict.fromkeys(args.sweep_threads)
-        if threads not in (1, args.pool_threads)
-    }
-    modes = {"single": single, "pool": pool} | {f"sweep.{key}": e for key, e in sweep.items()}
+    modes: dict[str, dict[str, Any]] = {}
+    for intra_op_threads in args.intra_op_threads:
+        encoder = OnnxTextEncoder(args.variant, args.providers, intra_op_threads)
+        if bundle.variant_fingerprint != encoder.fingerprint:
+            log.error("bundle %s was built by another variant than %s", bundle.path, args.variant)
+            return 1
+        for index in range(args.warmup):
+            search_once(encoder, collection, texts[index % len(texts)], k)
+        next_query += args.warmup
+        names = {1: "single", args.pool_threads: "pool"} | {
+            threads: f"t{threads}"
+            for threads in args.sweep_threads
+            if threads not in (1, args.pool_threads)
+        }
+        for threads, name in names.items():
+            log.info(
+                "intra-op %d, %d thread(s), ≤ %d queries", intra_op_threads, threads, args.queries
+            )
+            entry = {"intra_op_threads": intra_op_threads} | run_mode(
+                encoder,
+                collection,
+                texts,
+                threads=threads,
+                queries=args.queries,
+                max_seconds=args.max_seconds,
+                k=k,
+                first=next_query,
+                faiss_threads=args.faiss_threads,
+            )
+            next_query += args.queries
+            log.info(
+                "  %.1f queries/s, %.2f ms/query", entry["qps"] or 0.0, entry["ms_per_query"] or 0.0
+            )
+            modes[f"intra{intra_op_threads}.{name}"] = entry
     best_mode, best = max(modes.items(), key=lambda item: item[1]["qps"] or 0.0)
     result = {
         "inprocess_qps": best["qps"],
         "best_mode": best_mode,
-        "single": single,
-        "pool": pool,
-        "sweep": sweep,
+        "modes": modes,
         "variant": encoder.name,
         "fingerprint": encoder.fingerprint,
         "providers": encoder.providers,

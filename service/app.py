@@ -136,12 +136,14 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     # or parses the body.
     gate = AdmissionGate(
         limit=settings.max_concurrent_requests,
+        overload_limit=settings.overload_concurrent_requests,
         max_waiting=settings.max_waiting_requests,
         max_wait_s=settings.admission_wait_ms / 1000.0,
     )
     # Read from the gate when /metrics is scraped: nothing to update on the request path.
     state.metrics.admission_waiting.set_function(lambda: gate.waiting)
     state.metrics.admission_overloaded.set_function(lambda: float(gate.overloaded))
+    state.metrics.admission_limit.set_function(lambda: gate.current_limit)
     app.add_middleware(
         ConcurrencyLimitMiddleware,
         gate=gate,

@@ -110,6 +110,12 @@ class ServiceMetrics:
             "and refuses requests that find no free slot at once, else 0.",
             registry=self.registry,
         )
+        self.admission_limit = Gauge(
+            "crisscross_admission_limit",
+            "The in-flight limit that applies now: max_concurrent_requests, or "
+            "overload_concurrent_requests while overloaded.",
+            registry=self.registry,
+        )
         self.refused = Counter(
             "crisscross_requests_refused",
             "Requests refused before their work ran, by reason: in_flight, waiting_room_full, "

@@ -159,10 +159,10 @@ class ConcurrencyLimitMiddleware:
     the rest with 503 ``overloaded`` and ``Retry-After``, before a byte of the body is read.
 
     A refusal here costs no parsing, validation or encoding, so it stays fast when the service
-    is saturated; and since at most ``gate.limit`` requests share the encoder and the search
-    threads, the admitted ones keep their latency instead of queueing behind the excess (what
-    TEI's ``max_concurrent_requests`` does). Bursts below saturation wait briefly in the gate's
-    waiting room instead of being refused.
+    is saturated; and since under overload at most ``gate.overload_limit`` requests share the
+    encoder and the search threads, the admitted ones keep their latency instead of queueing
+    behind the excess (TEI's ``max_concurrent_requests``, made to shrink under overload).
+    Bursts below saturation wait briefly in the gate's waiting room instead of being refused.
     """
 
     def __init__(
@@ -188,10 +188,15 @@ class ConcurrencyLimitMiddleware:
         refusal = await gate.acquire()
         if refusal is not None:
             self.metrics.refused.labels(refusal).inc()
+            limit = (
+                f"overload_concurrent_requests={gate.overload_limit}"
+                if gate.overloaded
+                else f"max_concurrent_requests={gate.limit}"
+            )
             response = error_response(
                 ErrorCode.OVERLOADED,
-                f"overloaded: {gate.in_flight} requests are in flight "
-                f"(max_concurrent_requests={gate.limit}) and {_REFUSALS[refusal]}; retry later",
+                f"overloaded: {gate.in_flight} requests are in flight ({limit}) and "
+                f"{_REFUSALS[refusal]}; retry later",
                 request_id_of(scope),
                 headers={"Retry-After": str(self.retry_after_s)},
             )

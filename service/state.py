@@ -94,14 +94,17 @@ def publish_store(state: ServiceState, store: LiveIndexStore) -> None:
     )
 
 
-def service_state(request: Request) -> ServiceState:
-    """The app's :class:`ServiceState` (a FastAPI dependency)."""
+async def service_state(request: Request) -> ServiceState:
+    """The app's :class:`ServiceState` (a FastAPI dependency).
+
+    The dependencies here are ``async`` although they never await: FastAPI runs a plain ``def``
+    dependency on the thread pool, a thread round trip per dependency per request."""
     state = getattr(request.app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)
     return state
 
 
-def ready_store(state: Annotated[ServiceState, Depends(service_state)]) -> LiveIndexStore:
+async def ready_store(state: Annotated[ServiceState, Depends(service_state)]) -> LiveIndexStore:
     """The live store; ``ServiceError`` not_ready (503 + Retry-After) until it is loaded."""
     store = state.store
     if store is None:
@@ -109,7 +112,7 @@ def ready_store(state: Annotated[ServiceState, Depends(service_state)]) -> LiveI
     return store
 
 
-def request_context(request: Request) -> RequestContext:
+async def request_context(request: Request) -> RequestContext:
     """The request's timing context (created here when no middleware made one)."""
     context = context_of(request.scope)
     if context is None:
@@ -117,7 +120,7 @@ def request_context(request: Request) -> RequestContext:
     return context
 
 
-def require_json(request: Request) -> None:
+async def require_json(request: Request) -> None:
     """Refuse a body that is not declared JSON with 415 unsupported_media_type.
 
     Without this, FastAPI would hand non-JSON bodies to validation as raw bytes and answer a

@@ -16,6 +16,7 @@ from benchmarks.load import (
     SenderPool,
     closed_loop,
     littles_law,
+    onset_summary,
     open_loop,
     percentile,
     poisson_schedule,
@@ -252,6 +253,25 @@ def test_open_loop_counts_latency_from_the_intended_send_time() -> None:
     assert max(on_wire) < 200.0  # each request spent ~100 ms on the wire …
     assert latencies[-1] is not None
     assert latencies[-1] > 400.0  # … but the last one was answered ~460 ms after it was due
+
+
+def test_open_loop_keeps_the_warm_up_apart_from_the_measured_window() -> None:
+    # Ten requests 20 ms apart, the first 0.1 s of them warm-up; each takes 5 ms.
+    async def scenario() -> LevelRun:
+        pool = SenderPool(lambda: FakeSender(0.005), max_size=4)
+        schedule = [0.02 * i for i in range(10)]
+        return await open_loop(pool, schedule, rate=50.0, drain_s=1.0, warmup_s=0.1)
+
+    run = asyncio.run(scenario())
+    assert len(run.warmup) == 5  # due at 0, 20, 40, 60, 80 ms
+    assert len(run.samples) == 5
+    assert all(sample.intended >= run.start for sample in run.samples)
+    assert all(sample.intended < run.start for sample in run.warmup)
+    assert run.scheduled_s == pytest.approx(0.18 - 0.1)
+    onset = onset_summary(run.warmup)
+    assert onset["requests"] == onset["ok"] == 5
+    assert onset["rejected"] == onset["errors"] == 0
+    assert summarize(run)["requests"] == 5
 
 
 def test_open_loop_cuts_what_is_left_after_the_drain() -> None:

@@ -14,6 +14,7 @@ from benchmarks.cxc import BenchmarkSetupError
 from benchmarks.load_report import closed_key, open_key, render_load_markdown
 from benchmarks.loadrun import (
     LoadRunConfig,
+    level_schedule,
     overload_check,
     rate_levels,
     read_inprocess_qps,
@@ -277,3 +278,18 @@ def test_cli_load(tiny: TinyDataset, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert set(report["open"]) == {"r50"}
     assert report["inprocess_qps"] is None
     assert report["efficiency_ratio"] is None
+
+
+def test_an_open_level_sends_its_warm_up_then_at_most_max_requests(tmp_path: Path) -> None:
+    config = LoadRunConfig(
+        url="http://127.0.0.1:1",
+        data_dir=tmp_path,
+        duration_s=5.0,
+        open_warmup_s=1.0,
+        max_requests=50,
+    )
+    schedule = level_schedule(config, 200.0, [0, 1])
+    warmup = [offset for offset in schedule if offset < 1.0]
+    assert 150 < len(warmup) < 250  # every warm-up arrival, max_requests or not
+    assert len(schedule) - len(warmup) == 50
+    assert schedule == sorted(schedule)

@@ -21,6 +21,7 @@ def test_brief_load_against_the_live_service(live_service: LiveService, data_dir
         closed_levels=(1, 2),
         open_fractions=(0.5, 1.0),
         duration_s=2.0,
+        open_warmup_s=0.5,
         max_requests=200,
         warmup_requests=5,
         drain_s=5.0,
@@ -36,3 +37,4 @@ def test_brief_load_against_the_live_service(live_service: LiveService, data_dir
     for entry in report["open"].values():
         assert entry["ok"] > 0
         assert entry["errors"] == 0
+        assert entry["onset"]["requests"] > 0  # the warm-up, reported apart

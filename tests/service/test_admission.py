@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from service.admission import OVERLOAD_RATIO, WINDOW_S, AdmissionGate, Refusal
+from service.admission import OVERLOAD_RATIO, TURNING_WINDOWS, WINDOW_S, AdmissionGate, Refusal
 
 
 class Clock:
@@ -20,7 +20,7 @@ class Clock:
 
 
 def gate(limit: int = 1, max_waiting: int = 4, max_wait_s: float = 5.0) -> AdmissionGate:
-    return AdmissionGate(limit, max_waiting, max_wait_s, clock=Clock())
+    return AdmissionGate(limit, limit, max_waiting, max_wait_s, clock=Clock())
 
 
 async def settle() -> None:
@@ -82,27 +82,53 @@ def test_a_request_that_cannot_wait_is_refused_with_the_reason(
     assert asyncio.run(scenario()) == refusal
 
 
-def test_arrivals_outpacing_completions_turn_waiting_off_until_they_stop() -> None:
+def test_saturated_windows_with_more_arrivals_than_completions_start_an_overload() -> None:
     async def scenario() -> None:
         clock = Clock()
-        door = AdmissionGate(1, max_waiting=64, max_wait_s=0.01, clock=clock)
-        assert await door.acquire() is None
-        # One window: ten arrivals (nine time out in the waiting room), one completion.
-        for _ in range(9):
-            assert await door.acquire() == "queue_timeout"
-        door.release()
+        door = AdmissionGate(4, 2, max_waiting=64, max_wait_s=5.0, clock=clock)
+        assert TURNING_WINDOWS == 2
+        # Window 1: four arrivals, no completion, saturated all window.
+        for _ in range(4):
+            assert await door.acquire() is None
         clock.now += WINDOW_S
-        assert await door.acquire() is None  # a free slot is still taken while overloaded
+        # Window 2: three arrivals wait, one completion (its slot goes to the first of them).
+        waiters = [asyncio.create_task(door.acquire()) for _ in range(3)]
+        await settle()
+        assert not door.overloaded  # one window of excess is not enough
+        assert door.waiting == 3
+        door.release()
+        await settle()
+        clock.now += WINDOW_S
+        # Window 2 closes: overloaded. The waiting room is refused at once, nobody waits.
+        assert await door.acquire() == "in_flight"
         assert door.overloaded
-        assert await door.acquire() == "in_flight"  # no slot: refused at once, no wait
-        # A window where every arrival completes ends the overload.
+        assert door.current_limit == 2
+        assert await asyncio.gather(*waiters) == [None, "in_flight", "in_flight"]
+        assert door.waiting == 0
+        assert door.in_flight == 4
+        # Slots free up to the overload limit only.
         door.release()
-        clock.now += WINDOW_S
+        door.release()
+        assert await door.acquire() == "in_flight"  # 2 in flight: at the overload limit
+        door.release()
         assert await door.acquire() is None
-        door.release()
-        clock.now += WINDOW_S
+        assert door.in_flight == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_burst_after_a_quiet_spell_is_not_an_overload() -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        door = AdmissionGate(64, 2, max_waiting=4, max_wait_s=1.0, clock=clock)
+        # Quiet for most of the window, then ten arrive at once: saturated for a tenth of it.
+        clock.now += 0.9 * WINDOW_S
+        for _ in range(10):
+            assert await door.acquire() is None
+        clock.now += 0.1 * WINDOW_S
         assert await door.acquire() is None
         assert not door.overloaded
+        assert door.in_flight == 11
 
     asyncio.run(scenario())
 
@@ -110,14 +136,17 @@ def test_arrivals_outpacing_completions_turn_waiting_off_until_they_stop() -> No
 def test_at_saturation_arrivals_match_completions_and_nobody_counts_as_overloaded() -> None:
     async def scenario() -> None:
         clock = Clock()
-        door = AdmissionGate(2, max_waiting=4, max_wait_s=1.0, clock=clock)
-        for _ in range(3):
+        door = AdmissionGate(8, 2, max_waiting=4, max_wait_s=1.0, clock=clock)
+        # A closed loop of 8 clients starting up: 8 arrivals at once, then one per completion.
+        for _ in range(8):
+            assert await door.acquire() is None
+        for _ in range(4):
             for _ in range(20):
-                assert await door.acquire() is None
                 door.release()
+                assert await door.acquire() is None
+                assert not door.overloaded
             clock.now += WINDOW_S
-        assert await door.acquire() is None
-        assert not door.overloaded
+        assert door.current_limit == 8
         assert OVERLOAD_RATIO > 1
 
     asyncio.run(scenario())
@@ -153,27 +182,44 @@ def test_a_cancelled_waiter_leaves_the_room_and_a_slot_handed_to_it_goes_on() ->
 
 def test_bad_gates_are_refused() -> None:
     with pytest.raises(ValueError, match="limit"):
-        AdmissionGate(0, 1, 1.0)
+        AdmissionGate(0, 1, 1, 1.0)
+    with pytest.raises(ValueError, match="overload_limit"):
+        AdmissionGate(4, 0, 1, 1.0)
+    assert AdmissionGate(2, 8, 1, 1.0).overload_limit == 2
 
 
 def test_an_overload_ends_once_arrivals_fall_below_the_capacity_seen() -> None:
     async def window(door: AdmissionGate, clock: Clock, arrivals: int, completions: int) -> None:
+        # Saturated all window (the gate never runs dry here): arrivals first, then completions.
         for _ in range(arrivals):
-            assert await door.acquire() is None
-        for _ in range(completions):
+            await door.acquire()
+        for _ in range(min(completions, door.in_flight)):
             door.release()
         clock.now += WINDOW_S
 
     async def scenario() -> list[bool]:
         clock = Clock()
-        door = AdmissionGate(10_000, max_waiting=0, max_wait_s=0.0, clock=clock)
+        door = AdmissionGate(10_000, 1, max_waiting=0, max_wait_s=0.0, clock=clock)
+        for _ in range(5_000):  # a standing backlog keeps every window saturated
+            assert await door.acquire() is None
+        clock.now += WINDOW_S
         seen = []
-        # capacity 40 per window; then twice that arrives; then 30 arrive while refusals (idle
-        # slots) keep completions at 20: below the capacity seen, so no longer overloaded.
-        for arrivals, completions in [(40, 40), (40, 40), (80, 40), (80, 40), (30, 20), (30, 30)]:
+        # Capacity 40 per window; then twice that arrives (two windows start the overload);
+        # then 30 arrive while the overload's completions are 20: within the capacity seen, so
+        # after two such windows no longer overloaded.
+        for arrivals, completions in [
+            (40, 40),
+            (40, 40),
+            (80, 40),
+            (80, 40),
+            (80, 40),
+            (30, 20),
+            (30, 20),
+            (30, 30),
+        ]:
             await window(door, clock, arrivals, completions)
             seen.append(door.overloaded)
         return seen
 
     # the flag is decided by the first arrival of the next window
-    assert asyncio.run(scenario()) == [False, False, False, True, True, False]
+    assert asyncio.run(scenario()) == [False, False, False, False, True, True, True, False]

@@ -230,6 +230,7 @@ def test_a_request_beyond_the_limit_waits_for_a_slot_in_the_waiting_room(
     assert encoder.calls == [["one"], ["two"]]
     assert 'crisscross_requests_refused_total{reason="waiting_room_full"} 1.0' in metrics
     assert "crisscross_admission_waiting 0.0" in metrics
+    assert "crisscross_admission_limit 1.0" in metrics  # not overloaded: max_concurrent_requests
 
 
 def test_a_wait_for_a_slot_that_runs_out_is_refused(
