@@ -162,32 +162,36 @@ class AdmissionGate:
             self._saturated_since = None
 
     def _count_arrival(self, now: float) -> None:
-        elapsed = now - self._window_start
-        if elapsed >= WINDOW_S:
-            saturated_s = self._saturated_s
-            if self._saturated_since is not None:
-                saturated_s += now - self._saturated_since
-                self._saturated_since = now
-            if self.overloaded:
-                capacity = max(max(self._capacity_seen, default=0), self._completions)
-                turning = self._arrivals <= capacity
-            else:
-                self._capacity_seen.append(self._completions)
-                turning = (
-                    saturated_s >= elapsed / 2
-                    and self._arrivals > OVERLOAD_RATIO * self._completions + 1
-                )
-            self._turning_windows = self._turning_windows + 1 if turning else 0
-            if self._turning_windows >= TURNING_WINDOWS:
-                self._turning_windows = 0
-                self.overloaded = not self.overloaded
-                if self.overloaded:
-                    self._refuse_waiters()
-            self._window_start = now
-            self._arrivals = 0
-            self._completions = 0
-            self._saturated_s = 0.0
+        if now - self._window_start >= WINDOW_S:
+            self._close_window(now)
         self._arrivals += 1
+
+    def _close_window(self, now: float) -> None:
+        """Judge the window that ends at ``now`` (see the module) and start the next."""
+        elapsed = now - self._window_start
+        saturated_s = self._saturated_s
+        if self._saturated_since is not None:
+            saturated_s += now - self._saturated_since
+            self._saturated_since = now
+        if self.overloaded:
+            capacity = max(max(self._capacity_seen, default=0), self._completions)
+            turning = self._arrivals <= capacity
+        else:
+            self._capacity_seen.append(self._completions)
+            turning = (
+                saturated_s >= elapsed / 2
+                and self._arrivals > OVERLOAD_RATIO * self._completions + 1
+            )
+        self._turning_windows = self._turning_windows + 1 if turning else 0
+        if self._turning_windows >= TURNING_WINDOWS:
+            self._turning_windows = 0
+            self.overloaded = not self.overloaded
+            if self.overloaded:
+                self._refuse_waiters()
+        self._window_start = now
+        self._arrivals = 0
+        self._completions = 0
+        self._saturated_s = 0.0
 
     def _refuse_waiters(self) -> None:
         """An overload began: nobody waits any more, and those waiting are refused now rather
