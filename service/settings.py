@@ -195,12 +195,14 @@ class Settings(BaseSettings):
         description="Most ids a search's 'exclude' list may hold; more gives 422 invalid_input.",
     )
     max_batch_size: int = Field(
-        default=32,
+        default=8,
         ge=1,
         description=(
             "Most inputs (texts or images) one encoder call gathers from the queued requests of "
             "one variant and tower; the rest wait for the next call. A request with more inputs "
-            "than this runs alone, whole."
+            "than this runs alone, whole. Small batches keep the encoder workers evenly loaded "
+            "on a CPU: MiniLM text search with 32 clients on 2 cores had a p99 of 156-177 ms "
+            "with 8 against 260-279 ms with 32, at the same throughput. Raise it on a GPU."
         ),
     )
     max_wait_ms: float = Field(
