@@ -526,6 +526,33 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _outcomes(
+    samples: Sequence[Sample],
+) -> tuple[list[float], list[float], list[float], dict[str, int]]:
+    """The latencies (ms, in sample order) of the 2xx answers, of the 503 answers and of every
+    finished request; and the count of everything else by status code or failure kind."""
+    ok_ms: list[float] = []
+    rejected_ms: list[float] = []
+    finished_ms: list[float] = []
+    by_status: dict[str, int] = {}
+    for sample in samples:
+        latency = sample.latency_ms
+        if sample.failure is not None:
+            by_status[sample.failure] = by_status.get(sample.failure, 0) + 1
+        elif 200 <= sample.status < 300:
+            assert latency is not None
+            ok_ms.append(latency)
+        elif sample.status == 503:
+            assert latency is not None
+            rejected_ms.append(latency)
+        else:
+            key = str(sample.status)
+            by_status[key] = by_status.get(key, 0) + 1
+        if latency is not None:
+            finished_ms.append(latency)
+    return ok_ms, rejected_ms, finished_ms, by_status
+
+
 def summarize(run: LevelRun) -> dict[str, object]:
     """The report entry of one level (times in ms, rates in requests/s).
 
@@ -541,25 +568,7 @@ def summarize(run: LevelRun) -> dict[str, object]:
     ``wall_s``, ``connections``, ``resends``.
     """
     window = max(run.end - run.start, 1e-9)
-    ok_ms: list[float] = []
-    rejected_ms: list[float] = []
-    finished_ms: list[float] = []
-    by_status: dict[str, int] = {}
-    for sample in run.samples:
-        latency = sample.latency_ms
-        if sample.failure is not None:
-            by_status[sample.failure] = by_status.get(sample.failure, 0) + 1
-        elif 200 <= sample.status < 300:
-            assert latency is not None
-            ok_ms.append(latency)
-        elif sample.status == 503:
-            assert latency is not None
-            rejected_ms.append(latency)
-        else:
-            key = str(sample.status)
-            by_status[key] = by_status.get(key, 0) + 1
-        if latency is not None:
-            finished_ms.append(latency)
+    ok_ms, rejected_ms, finished_ms, by_status = _outcomes(run.samples)
     requests = len(run.samples)
     answered = sum(1 for sample in run.samples if sample.failure is None)
     throughput = len(finished_ms) / window
@@ -675,20 +684,7 @@ def onset_summary(samples: Sequence[Sample]) -> dict[str, object]:
     """The warm-up of an open level, apart from its steady state: ``requests``, ``ok``,
     ``p50_ms`` / ``p99_ms`` (2xx), ``rejected`` (503) and ``rejected_p99_ms``, ``errors``
     (anything else, failures included)."""
-    ok_ms = [
-        latency
-        for sample in samples
-        if sample.failure is None
-        and 200 <= sample.status < 300
-        and (latency := sample.latency_ms) is not None
-    ]
-    rejected_ms = [
-        latency
-        for sample in samples
-        if sample.failure is None
-        and sample.status == 503
-        and (latency := sample.latency_ms) is not None
-    ]
+    ok_ms, rejected_ms, _, by_status = _outcomes(samples)
     return {
         "requests": len(samples),
         "ok": len(ok_ms),
@@ -696,16 +692,10 @@ def onset_summary(samples: Sequence[Sample]) -> dict[str, object]:
         "p99_ms": _ms(percentile(ok_ms, 99.0)),
         "rejected": len(rejected_ms),
         "rejected_p99_ms": _ms(percentile(rejected_ms, 99.0)),
-        "errors": len(samples) - len(ok_ms) - len(rejected_ms),
+        "errors": sum(by_status.values()),
     }
 
 
 def latencies_ok_ms(run: LevelRun) -> list[float]:
     """The 2xx answers' latencies of a level, ms, in sample order (for plots)."""
-    return [
-        latency
-        for sample in run.samples
-        if sample.failure is None
-        and 200 <= sample.status < 300
-        and (latency := sample.latency_ms) is not None
-    ]
+    return _outcomes(run.samples)[0]

@@ -123,7 +123,8 @@ def check_parity(report: ParityReport) -> None:
 
 
 def log_parity(report: ParityReport, subject: str) -> None:
-    """Log one parity report; ``subject`` names what was compared (``"texts"``, ``"image"``)."""
+    """Log one parity report; ``subject`` names what was compared (a tower: ``"text"``,
+    ``"image"``)."""
     logger.info(
         "%s parity on %d inputs vs %s: min cosine %.6f, mean %.6f, max abs diff %.2e (worst %s)",
         subject,

@@ -41,6 +41,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import logging
@@ -156,17 +157,12 @@ def run_mode(
     }
 
 
-def _int_list(text: str) -> list[int]:
+def _int_list(text: str, *, minimum: int, required: bool) -> list[int]:
+    """Comma-separated integers ≥ ``minimum``, duplicates dropped; at least one if
+    ``required``."""
     values = [int(part) for part in text.split(",") if part.strip()]
-    if any(value < 1 for value in values):
-        raise argparse.ArgumentTypeError(f"expected positive integers: {text!r}")
-    return values
-
-
-def _count_list(text: str) -> list[int]:
-    values = [int(part) for part in text.split(",") if part.strip()]
-    if not values or any(value < 0 for value in values):
-        raise argparse.ArgumentTypeError(f"expected integers ≥ 0: {text!r}")
+    if (required and not values) or any(value < minimum for value in values):
+        raise argparse.ArgumentTypeError(f"expected integers ≥ {minimum}: {text!r}")
     return list(dict.fromkeys(values))
 
 
@@ -201,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--sweep-threads",
-        type=_int_list,
+        type=functools.partial(_int_list, minimum=1, required=False),
         default=[os.cpu_count() or 1],
         help="further thread counts to measure (the CPU count)",
     )
@@ -215,7 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--providers", default="auto", choices=("auto", "cpu", "cuda"))
     parser.add_argument(
         "--intra-op-threads",
-        type=_count_list,
+        type=functools.partial(_int_list, minimum=0, required=True),
         default=[0, 1],
         help=(
             "onnxruntime threads per session, each measured (0,1: 0 = one per core, 1 = the "
