@@ -38,7 +38,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: help install variant bundle scenes scenes-bundles demo demo-model serve bench compare \
-	cider test lint format clean
+	cider test check contract lint format clean
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -54,7 +54,7 @@ install: $(VENV)/.installed ## create .venv and install the project with its exp
 # Built artifacts need the environment to exist, not to be newer than it (order-only): editing
 # pyproject.toml reinstalls but does not re-export, re-generate or re-embed.
 $(MINILM)/variant.json: | $(VENV)/.installed
-	$(PY) -m encoders export minilm --out $(MINILM) --force
+	$(PY) -m training export minilm --out $(MINILM) --force
 
 variant: $(MINILM)/variant.json ## export all-MiniLM-L6-v2 (from the pip package) to ONNX
 
@@ -65,7 +65,7 @@ $(COCO_BUNDLE)/CURRENT: $(MINILM)/variant.json
 bundle: $(COCO_BUNDLE)/CURRENT ## embed the Karpathy captions and write the coco-captions bundle
 
 $(SCENES_DATA)/manifest.json: | $(VENV)/.installed
-	$(PY) -m index_builder scenes --out $(SCENES_DATA) --seed $(SEED) --overwrite
+	$(PY) -m scenes --out $(SCENES_DATA) --seed $(SEED) --overwrite
 
 scenes: $(SCENES_DATA)/manifest.json ## generate the scenes corpus (train/val/test, CxC + BISON files)
 
@@ -74,7 +74,7 @@ $(SCENES_VARIANT)/variant.json: $(SCENES_MODEL)/variant.json
 	ln -sfn $(abspath $(SCENES_MODEL)) $(SCENES_VARIANT)
 
 $(EFFICIENTNET)/variant.json: | $(VENV)/.installed
-	$(PY) -m encoders export efficientnet --out $(EFFICIENTNET) --force
+	$(PY) -m training export efficientnet --out $(EFFICIENTNET) --force
 
 $(SCENES_BUNDLE)/CURRENT: $(SCENES_VARIANT)/variant.json $(SCENES_DATA)/manifest.json
 	$(PY) -m index_builder build --variant $(SCENES_VARIANT) --name scenes \
@@ -100,7 +100,7 @@ COCO_INT8_BUNDLE := $(BUNDLES_ROOT)/coco-captions-int8
 .PHONY: variant-int8 bundle-int8
 
 $(MINILM_INT8)/variant.json: $(MINILM)/variant.json
-	$(PY) -m encoders quantize --from $(MINILM) --precision int8 --out $(MINILM_INT8) --force \
+	$(PY) -m training quantize --from $(MINILM) --precision int8 --out $(MINILM_INT8) --force \
 	    --captions $(DATA)/coco-karpathy-captions/captions_$(SPLIT).csv
 
 variant-int8: $(MINILM_INT8)/variant.json ## derive int8 MiniLM (CPU) with parity vs fp32 on real captions
@@ -112,7 +112,7 @@ $(COCO_INT8_BUNDLE)/CURRENT: $(MINILM_INT8)/variant.json
 bundle-int8: $(COCO_INT8_BUNDLE)/CURRENT ## embed the Karpathy captions with int8 MiniLM (coco-captions-int8)
 
 demo-model: scenes ## train the scenes dual encoder into models/ (same seed → same model)
-	$(PY) -m encoders train --data $(SCENES_DATA) --out $(SCENES_MODEL) --seed $(SEED) \
+	$(PY) -m training train --data $(SCENES_DATA) --out $(SCENES_MODEL) --seed $(SEED) \
 	    --loss t2t_i2t --force
 
 demo: bundle scenes-bundles ## install, export, build, serve, replay CxC + BISON over HTTP, report
@@ -133,8 +133,14 @@ compare: ## quality vs cost of VARIANTS in one run against the running service (
 cider: install ## CIDEr-D matrix of $(DATA) $(SPLIT) (captions x images), cached, + parity on 2,000 pairs
 	$(PY) -m benchmarks cider --data $(DATA) --split $(SPLIT) --parity-pairs 2000
 
-test: install ## run the whole test suite (unit, real model, real data, end to end)
+test: install ## run the whole test suite (unit, api, contract, real model, real data, end to end)
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: install ## the fast lane: every test that needs no exported model, real data or server (<1 min)
+	$(PY) -m pytest -q -m "not slow and not e2e and not gpu" -p no:cacheprovider $(PYTEST_ARGS)
+
+contract: install ## schemathesis --checks all against a live service, without and with keys
+	$(PY) -m pytest -q tests/contract -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: install ## ruff, mypy --strict, dependency direction
 	$(VENV)/bin/ruff check .

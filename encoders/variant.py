@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from encoders.hashing import sha256_file
+from formats.hashing import sha256_file
 
 MANIFEST_FILENAME: Final = "variant.json"
 SCHEMA_VERSION: Final = 1

@@ -1,4 +1,4 @@
-"""``python -m index_builder``: generate the scenes corpus, build and verify index bundles."""
+"""``python -m index_builder``: build and verify index bundles."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import VariantError, load_variant_manifest
+from formats.errors import FormatError
+from formats.karpathy import read_captions
 from index_builder.build import BuildInputs, build_bundle
 from index_builder.bundle import CURRENT_FILE, BundleError, resolve_current, verify_bundle
-from index_builder.karpathy import DatasetFormatError, read_captions
-from index_builder.scenes.cli import add_scenes_command
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -81,8 +81,6 @@ def build_parser() -> argparse.ArgumentParser:
     verify = commands.add_parser("verify", help="check a bundle's manifest and file hashes")
     verify.add_argument("path", type=Path, help="a version folder or a bundle folder with CURRENT")
     verify.set_defaults(handler=_verify)
-
-    add_scenes_command(commands)
     return parser
 
 
@@ -92,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (BundleError, VariantError, DatasetFormatError) as exc:
+    except (BundleError, VariantError, FormatError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -14,40 +14,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from encoders.hashing import sha256_file
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
+from formats.hashing import sha256_file
+from formats.karpathy import CaptionRecord, ImageEntry, images_of_captions
 from index_builder.bundle import BundleError, CollectionInput, write_bundle
 from index_builder.embed import embed_image_files, embed_texts
-from index_builder.karpathy import CaptionRecord
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CorpusImage:
-    """One distinct image of a captions CSV and the keys of its captions."""
-
-    filename: str
-    image_id: int
-    caption_keys: tuple[str, ...]
-
-    def metadata(self) -> dict[str, object]:
-        """JSON-serialisable metadata stored beside the id in a bundle."""
-        return {
-            "image_id": self.image_id,
-            "filename": self.filename,
-            "captions": list(self.caption_keys),
-        }
+def caption_metadata(record: CaptionRecord) -> dict[str, object]:
+    """The JSON-serialisable metadata stored beside a caption's id in a bundle."""
+    return {
+        "text": record.text,
+        "image_id": record.image_id,
+        "filename": record.filename,
+        "sentid": record.sentid,
+    }
 
 
-def corpus_images(records: Sequence[CaptionRecord]) -> list[CorpusImage]:
-    """The distinct images of ``records`` in order of first appearance."""
-    keys: dict[str, list[str]] = {}
-    image_ids: dict[str, int] = {}
-    for record in records:
-        keys.setdefault(record.filename, []).append(record.key)
-        image_ids.setdefault(record.filename, record.image_id)
-    return [CorpusImage(name, image_ids[name], tuple(keys[name])) for name in keys]
+def image_metadata(image: ImageEntry) -> dict[str, object]:
+    """The JSON-serialisable metadata stored beside an image's id in a bundle."""
+    return {
+        "image_id": image.image_id,
+        "filename": image.filename,
+        "captions": list(image.captions),
+    }
 
 
 @dataclass(frozen=True)
@@ -75,7 +67,7 @@ def _captions_collection(
     collection = CollectionInput(
         name="captions",
         ids=[record.key for record in records],
-        metadata=[record.metadata() for record in records],
+        metadata=[caption_metadata(record) for record in records],
         vectors=vectors,
         factory=factory,
     )
@@ -84,7 +76,7 @@ def _captions_collection(
 
 def _images_collection(
     encoder: ImageEncoderProtocol,
-    images: Sequence[CorpusImage],
+    images: Sequence[ImageEntry],
     images_dir: Path,
     factory: str,
     progress: bool,
@@ -109,7 +101,7 @@ def _images_collection(
     collection = CollectionInput(
         name="images",
         ids=[image.filename for image in images],
-        metadata=[image.metadata() for image in images],
+        metadata=[image_metadata(image) for image in images],
         vectors=vectors,
         factory=factory,
     )
@@ -149,7 +141,7 @@ def build_bundle(
         collections.append(captions)
     if image_encoder is not None and inputs.images_dir is not None:
         images, timings["images"] = _images_collection(
-            image_encoder, corpus_images(inputs.records), inputs.images_dir, factory, progress
+            image_encoder, images_of_captions(inputs.records), inputs.images_dir, factory, progress
         )
         collections.append(images)
     build_info: dict[str, object] = {

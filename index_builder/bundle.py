@@ -30,7 +30,7 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from encoders.hashing import sha256_file
+from formats.hashing import sha256_file
 from index_builder.faiss_index import build_index
 
 SCHEMA_VERSION = 1

@@ -58,8 +58,9 @@ from typing import Any
 import faiss
 import numpy as np
 
-from benchmarks.datasets import captions_path, read_captions
 from encoders.text_encoder import OnnxTextEncoder
+from formats.karpathy import read_captions
+from formats.layout import captions_path
 from index_builder.bundle import LoadedCollection, load_bundle, resolve_current
 
 ANYIO_DEFAULT_THREADS = 40

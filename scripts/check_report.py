@@ -1,10 +1,10 @@
 """Recompute a CxC text→text report a second, independent way and compare.
 
 The harness computes its numbers from live HTTP responses of the service. This script shares
-no code with the harness or the service: it reads the CSVs with the csv module, takes caption
-embeddings either from the bundle's stored vectors (the exported ONNX model's output) or from
-sentence-transformers in PyTorch (no ONNX at all), ranks with plain numpy and prints both
-numbers side by side.
+no metric code with the harness or the service: it reads the CSVs through the project's one
+reader per format (``formats``), takes caption embeddings either from the bundle's stored
+vectors (the exported ONNX model's output) or from sentence-transformers in PyTorch (no ONNX at
+all), ranks with plain numpy and prints both numbers side by side.
 
     .venv/bin/python scripts/check_report.py --report reports/demo/report.json \
         --data ../shared/data --bundle artifacts/bundles/coco-captions --source both
@@ -13,7 +13,6 @@ numbers side by side.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from collections import defaultdict
@@ -22,25 +21,30 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
+from formats.cxc import RatingKind, read_ratings
+from formats.karpathy import read_captions
+from formats.layout import captions_path
+
 STRICT_THRESHOLD = 3.0
 BOOTSTRAP_SAMPLES = 1000
 
 
-def read_captions(path: Path) -> tuple[list[str], list[str], list[int]]:
-    keys, texts, images = [], [], []
-    with path.open(newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            keys.append(row["cxc_caption_key"])
-            texts.append(row["text"])
-            images.append(int(row["image_id"]))
-    return keys, texts, images
+def caption_columns(path: Path) -> tuple[list[str], list[str], list[int]]:
+    """Keys, texts and image ids of a Karpathy captions file, in row order."""
+    records = read_captions(path)
+    return (
+        [record.key for record in records],
+        [record.text for record in records],
+        [record.image_id for record in records],
+    )
 
 
 def read_sts(path: Path) -> list[tuple[str, str, float]]:
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        next(reader)
-        return [(row[0], row[1], float(row[2])) for row in reader]
+    """The STS pairs and their human scores, in file order."""
+    return [
+        (rating.item1, rating.item2, rating.agg_score)
+        for rating in read_ratings(path, RatingKind.STS)
+    ]
 
 
 def embeddings_from_bundle(bundle: Path) -> np.ndarray:
@@ -149,10 +153,8 @@ def main() -> int:
     args = parser.parse_args()
 
     report = json.loads(args.report.read_text())
-    keys, texts, images = read_captions(
-        args.data / "coco-karpathy-captions" / f"captions_{args.split}.csv"
-    )
-    sts = read_sts(args.data / "cxc" / f"sts_{args.split}.csv")
+    keys, texts, images = caption_columns(captions_path(args.data, args.split))
+    sts = read_sts(RatingKind.STS.path(args.data, args.split))
     sources = ["bundle", "torch"] if args.source == "both" else [args.source]
     results = {}
     for source in sources:

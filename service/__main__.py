@@ -89,7 +89,7 @@ def configure_logging(level: str) -> None:
 
 def openapi_document() -> str:
     """The OpenAPI document of the app as committed in docs/openapi.json: indented JSON with a
-    final newline. It does not depend on settings (built from the defaults, no environment)."""
+    final newline, built from the default settings (their limits, no keys), no environment."""
     schema = create_app(Settings.model_construct()).openapi()
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 

@@ -15,8 +15,10 @@ from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
 from service.admission import AdmissionGate
-from service.auth import ApiKeyMiddleware, KeyRing, document_security
+from service.auth import ApiKeyMiddleware, KeyRing
+from service.catalog import VariantEncoders
 from service.errors import install_error_handlers
+from service.loading import EncoderFactory, load_catalog
 from service.metrics import ServiceMetrics
 from service.middleware import (
     BodyLimit,
@@ -25,10 +27,10 @@ from service.middleware import (
     CorsMiddleware,
     RequestContextMiddleware,
 )
+from service.openapi import configured_document
 from service.routes import admin, catalog, embed, health, score, search
 from service.settings import UPLOAD_ROUTE, Settings
-from service.state import STATE_ATTRIBUTE, ServiceState, publish_store
-from service.store import EncoderFactory, VariantEncoders, load_store
+from service.state import STATE_ATTRIBUTE, ServiceState, publish_catalog
 
 logger = logging.getLogger("crisscross.service")
 
@@ -64,23 +66,27 @@ def onnx_encoder_factory(variant_dir: Path, settings: Settings) -> VariantEncode
 
 
 async def _load_in_background(state: ServiceState) -> None:
-    """Load bundles and encoders in a worker thread; publish the store, or the reason why not.
+    """Load bundles and encoders in a worker thread; publish the catalog, or the reason why not.
 
     Failures are recorded rather than raised: the process stays up, ``/healthz`` answers 200,
     and ``/readyz`` answers 503 with the reason, which is what an orchestrator and an operator
     both need to see.
     """
     try:
-        store = await anyio.to_thread.run_sync(
-            load_store, state.settings, state.encoder_factory, abandon_on_cancel=True
+        catalog = await anyio.to_thread.run_sync(
+            load_catalog,
+            state.settings,
+            state.encoder_factory,
+            state.metrics,
+            abandon_on_cancel=True,
         )
     except Exception as exc:  # every failure must reach /readyz, not vanish with the task
         state.load_error = str(exc) or type(exc).__name__
         state.metrics.load_failures.inc()
         logger.exception("refusing to serve: %s", state.load_error)
         return
-    publish_store(state, store)
-    logger.info("ready: serving %d collections", len(store.collections))
+    publish_catalog(state, catalog)
+    logger.info("ready: serving %d collections", len(catalog.collections))
 
 
 def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = None) -> FastAPI:
@@ -88,7 +94,7 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
 
     Bundles and encoders load in the background once the lifespan starts (``/readyz`` is 503
     until then). ``encoder_factory(variant_dir, settings)`` builds each variant's encoders (a
-    :class:`service.store.VariantEncoders` with a text tower, an image tower or both); the
+    :class:`service.catalog.VariantEncoders` with a text tower, an image tower or both); the
     default is :func:`onnx_encoder_factory`, which reads the towers from ``variant.json``.
     Nothing is shared between apps.
     """
@@ -109,7 +115,8 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
                 # uvicorn has let in-flight requests finish (up to graceful_shutdown_s); work
                 # still queued in a batcher is finished too, within the same bound.
                 with anyio.CancelScope(shield=True):
-                    await state.encode_pool.close(settings.graceful_shutdown_s)
+                    if state.catalog is not None:
+                        await state.catalog.close(settings.graceful_shutdown_s)
                 tasks.cancel_scope.cancel()
 
     app = FastAPI(
@@ -152,11 +159,8 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
         metrics=state.metrics,
     )
     # Keys are checked before any body byte is read.
-    app.add_middleware(
-        ApiKeyMiddleware,
-        keys=KeyRing(settings.read_keys, settings.admin_keys),
-        metrics=state.metrics,
-    )
+    keys = KeyRing(settings.read_keys, settings.admin_keys)
+    app.add_middleware(ApiKeyMiddleware, keys=keys, metrics=state.metrics, routes=app.router.routes)
     # CORS outside the key check: preflights carry no key, and refusals need CORS headers for
     # a browser to show them.
     if settings.cors_origins:
@@ -177,18 +181,24 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
     )
     for module in (search, score, embed, catalog, admin, health):
         app.include_router(module.router)
-    _document_security(app)
+    _document_as_configured(app, state, keys)
     return app
 
 
-def _document_security(app: FastAPI) -> None:
-    """Generate the OpenAPI document once, with the API key schemes
-    (:func:`service.auth.document_security`)."""
+def _document_as_configured(app: FastAPI, state: ServiceState, keys: KeyRing) -> None:
+    """Generate the OpenAPI document with the settings' limits and the key checks this server
+    makes (:func:`service.openapi.configured_document`): once before the catalog is loaded,
+    once more after (the served variants' dimension)."""
     generate = app.openapi
+    made_for: list[tuple[int, ...] | None] = [None]
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            app.openapi_schema = document_security(generate())
+        catalog = state.catalog
+        dims = tuple(sorted({v.dim for v in catalog.variants})) if catalog is not None else ()
+        if app.openapi_schema is None or made_for[0] != dims:
+            app.openapi_schema = None
+            app.openapi_schema = configured_document(generate(), state.settings, keys, dims)
+            made_for[0] = dims
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -1,7 +1,8 @@
 """API keys: who may call which route.
 
 Keys come from the settings (``read_keys``, ``admin_keys``) and arrive as
-``Authorization: Bearer <key>`` or ``x-api-key: <key>``. Every route needs a key except the open
+``Authorization: Bearer <key>`` or ``x-api-key: <key>`` (a request presenting a key and any
+wrong or foreign credential beside it is refused). Every route needs a key except the open
 ones (probes, metrics, the API docs): deny by default, so a route added later is protected
 without anyone remembering to. With no read keys configured the read routes are open (the
 settings allow that only on a loopback host, or when told so explicitly); admin routes
@@ -24,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr
 from starlette.datastructures import Headers
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from service.errors import ErrorCode, error_response
@@ -82,6 +84,15 @@ def presented_keys(headers: Headers) -> list[str]:
     return keys
 
 
+def foreign_authorization(headers: Headers) -> bool:
+    """Whether the ``Authorization`` header holds something other than a Bearer key."""
+    authorization = headers.get("authorization")
+    if not authorization:
+        return False
+    scheme, _, token = authorization.strip().partition(" ")
+    return scheme.lower() != BEARER_SCHEME or not token.strip()
+
+
 def required_role(path: str) -> Role | None:
     """The role a path needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
     ``read`` for every other path (unknown ones included)."""
@@ -103,17 +114,35 @@ class ApiKeyMiddleware:
     ``forbidden`` (a wrong key, or a read key on an admin route) before the app sees the
     request; counts refusals in ``crisscross_requests_refused_total``."""
 
-    def __init__(self, app: ASGIApp, *, keys: KeyRing, metrics: ServiceMetrics) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keys: KeyRing,
+        metrics: ServiceMetrics,
+        routes: Iterable[BaseRoute] = (),
+    ) -> None:
         self.app = app
         self.keys = keys
         self.metrics = metrics
+        self.routes = routes
+
+    def _method_not_allowed(self, scope: Scope) -> bool:
+        """Whether a route has this path but not this method: the router answers 405 then,
+        whoever asks (no key is needed to learn which methods a documented path takes)."""
+        matches = [route.matches(scope)[0] for route in self.routes]
+        return Match.PARTIAL in matches and Match.FULL not in matches
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         needed = required_role(_app_path(scope))
-        if needed is None or (needed == "read" and not self.keys.read_required):
+        if (
+            needed is None
+            or (needed == "read" and not self.keys.read_required)
+            or self._method_not_allowed(scope)
+        ):
             await self.app(scope, receive, send)
             return
         if needed == "admin" and not self.keys.admin_configured:
@@ -138,6 +167,13 @@ class ApiKeyMiddleware:
             )
             return
         roles = {self.keys.role_of(key) for key in presented}
+        if None in roles or foreign_authorization(Headers(scope=scope)):
+            # A wrong key is refused even beside a right one: credentials that disagree say the
+            # client is confused or probing, and the answer must not depend on which one wins.
+            await self._refuse(
+                scope, receive, send, ErrorCode.FORBIDDEN, "the API key is not valid"
+            )
+            return
         if "admin" in roles or (needed == "read" and "read" in roles):
             await self.app(scope, receive, send)
             return
@@ -184,15 +220,23 @@ SECURITY_SCHEMES: dict[str, Any] = {
 }
 
 
-def document_security(schema: dict[str, Any]) -> dict[str, Any]:
-    """Add the key schemes to an OpenAPI document and mark every operation outside
-    :data:`OPEN_PATHS` as accepting either (data routes need a key only where read keys are
-    configured; admin routes always need an admin key). Returns ``schema``, changed in place."""
-    schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+def document_security(schema: dict[str, Any], keys: KeyRing) -> dict[str, Any]:
+    """Declare in an OpenAPI document the key checks this server really makes: the key schemes,
+    and on each operation that needs a key here, a ``security`` requirement accepting either
+    scheme (read routes only where read keys are configured; admin routes where admin keys
+    are). With no keys configured the document declares none. Returns ``schema``, changed in
+    place."""
     requirement: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
+    declared = False
     for path, operations in schema.get("paths", {}).items():
-        if required_role(path) is None:
+        role = required_role(path)
+        if role is None or (role == "read" and not keys.read_required):
+            continue
+        if role == "admin" and not keys.admin_configured:
             continue
         for operation in operations.values():
             operation["security"] = requirement
+            declared = True
+    if declared:
+        schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
     return schema

@@ -17,7 +17,10 @@ Admission is decided before anything is queued:
   encoded — and answered 503 ``overloaded``; once its batch has started it gets its rows.
 
 If an encoder call fails, a batch of several requests is retried one request at a time, so an
-input that breaks the encoder fails only the request that sent it.
+input that breaks the encoder fails only the request that sent it. An input the encoder gives no
+finite vector for (a text of zero tokens, say) fails its own request with :class:`InvalidQueryError`
+(``text #i cannot be embedded``): this is the one place encoder rows are checked, so nothing
+non-finite reaches faiss, a score or a JSON answer.
 
 Times are ``time.perf_counter()`` seconds throughout.
 """
@@ -34,16 +37,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from service.errors import ErrorCode, ServiceError
+from service.exceptions import InvalidQueryError, OverloadedError, ShuttingDownError
 from service.metrics import ServiceMetrics
-from service.store import ServedVariant
-
-if TYPE_CHECKING:
-    from PIL.Image import Image
 
 logger = logging.getLogger("crisscross.service")
 
@@ -183,10 +182,10 @@ class Batcher(Generic[Input]):
         """Queue ``inputs`` (one request's) and return their rows once their batch has run,
         with what ``follow_up`` (run on the worker thread on those rows) returned.
 
-        Raises ``ServiceError`` overloaded (503 + Retry-After) when the queue is full or when
-        ``deadline_s`` (``perf_counter`` seconds) passes before the batch starts, not_ready
-        (503) once the batcher is closing; and whatever the encoder or ``follow_up`` raised
-        for these inputs.
+        Raises :class:`OverloadedError` when the queue is full or when ``deadline_s``
+        (``perf_counter`` seconds) passes before the batch starts, :class:`ShuttingDownError` once
+        the batcher is closing, :class:`InvalidQueryError` when an input has no finite embedding;
+        and whatever the encoder or ``follow_up`` raised for these inputs.
         """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[EncodeResult] = loop.create_future()
@@ -222,8 +221,7 @@ class Batcher(Generic[Input]):
             raise self._deadline_error()
         if len(self._queue) >= self.limits.max_queue_depth:
             self._metrics.refused.labels("queue_full").inc()
-            raise ServiceError(
-                ErrorCode.OVERLOADED,
+            raise OverloadedError(
                 f"overloaded: the {self.tower} encoder of variant {self.variant!r} has "
                 f"{len(self._queue)} requests waiting (max_queue_depth="
                 f"{self.limits.max_queue_depth}); retry later",
@@ -240,21 +238,18 @@ class Batcher(Generic[Input]):
             self._depth.set(len(self._queue))
             return True
 
-    def _deadline_error(self) -> ServiceError:
+    def _deadline_error(self) -> OverloadedError:
         self._metrics.refused.labels("deadline").inc()
-        return ServiceError(
-            ErrorCode.OVERLOADED,
+        return OverloadedError(
             f"overloaded: the request's deadline (request_timeout_ms) passed while it waited "
             f"for the {self.tower} encoder of variant {self.variant!r}; it was not computed. "
             "Retry later",
             retry_after_s=self.limits.retry_after_s,
         )
 
-    def _closed_error(self) -> ServiceError:
-        return ServiceError(
-            ErrorCode.NOT_READY,
-            "not ready: shutting down",
-            retry_after_s=self.limits.retry_after_s,
+    def _closed_error(self) -> ShuttingDownError:
+        return ShuttingDownError(
+            "not ready: shutting down", retry_after_s=self.limits.retry_after_s
         )
 
     # -- the worker thread ------------------------------------------------------------------------
@@ -362,10 +357,21 @@ class Batcher(Generic[Input]):
             for job in jobs:
                 job.settle(wrong)
             return
+        output = np.ascontiguousarray(output, dtype=np.float32)
+        finite = np.isfinite(output).all(axis=1)
         offset = 0
         for job in jobs:
-            rows = output[offset : offset + len(job.inputs)]
-            offset += len(job.inputs)
+            end = offset + len(job.inputs)
+            rows, bad = output[offset:end], np.flatnonzero(~finite[offset:end])
+            offset = end
+            if len(bad):
+                job.settle(
+                    InvalidQueryError(
+                        f"{self.tower} #{int(bad[0])} cannot be embedded: variant "
+                        f"{self.variant!r} gives no finite vector"
+                    )
+                )
+                continue
             job.settle(
                 _follow(job, EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs)))
             )
@@ -400,49 +406,3 @@ class Batcher(Generic[Input]):
             self._depth.set(0)
         for job in left:
             job.settle(self._closed_error())
-
-
-class EncodePool:
-    """The batchers of one app, one per (variant, tower), made on first use."""
-
-    def __init__(self, limits: BatchLimits, metrics: ServiceMetrics) -> None:
-        self.limits = limits
-        self._metrics = metrics
-        self._batchers: dict[tuple[str, str], Batcher[Any]] = {}
-        self._closed = False
-
-    def _batcher(self, variant: str, tower: str, encode: EncodeFunction[Any]) -> Batcher[Any]:
-        key = (variant, tower)
-        batcher = self._batchers.get(key)
-        if batcher is None:
-            batcher = Batcher(encode, self.limits, self._metrics, variant=variant, tower=tower)
-            if self._closed:
-                batcher.refuse_new_work()
-            self._batchers[key] = batcher
-        return batcher
-
-    def texts(self, variant: ServedVariant) -> Batcher[str]:
-        """The batcher of ``variant``'s text tower; ``ServiceError`` invalid_input without one."""
-        encoder = variant.encoders.text
-        if encoder is None:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no text tower"
-            )
-        return cast("Batcher[str]", self._batcher(variant.name, "text", encoder.encode_texts))
-
-    def images(self, variant: ServedVariant) -> Batcher[Image]:
-        """The batcher of ``variant``'s image tower; ``ServiceError`` invalid_input without
-        one."""
-        encoder = variant.encoders.image
-        if encoder is None:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT, f"variant {variant.name!r} has no image tower"
-            )
-        return cast("Batcher[Image]", self._batcher(variant.name, "image", encoder.encode_images))
-
-    async def close(self, timeout_s: float) -> None:
-        """Drain and stop every batcher, sharing ``timeout_s`` seconds among them."""
-        self._closed = True
-        deadline = time.perf_counter() + timeout_s
-        for batcher in list(self._batchers.values()):
-            await batcher.close(max(0.0, deadline - time.perf_counter()))

@@ -1,7 +1,11 @@
 """The one error shape and the one table from error code to HTTP status.
 
-Every error the service answers is ``{"error": {"code", "message", "request_id"}}``. Handlers
-translate FastAPI's validation errors and Starlette's HTTP exceptions into it; unexpected
+Every error the service answers is ``{"error": {"code", "message", "request_id"}}``. This is
+the only place that turns errors into statuses: the domain's errors
+(:mod:`service.exceptions`) through :data:`CODE_OF_DOMAIN_ERROR` and
+:data:`CODE_OF_IMAGE_REFUSAL`, the HTTP layer's own refusals (:class:`ServiceError`, raised by
+routes, schemas and middleware), FastAPI's validation errors and Starlette's HTTP exceptions,
+each through :data:`STATUS_OF`; unexpected
 exceptions are caught by :class:`service.middleware.RequestContextMiddleware` and become
 ``internal`` (500) — a bug, never something a client can cause.
 """
@@ -17,7 +21,16 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
-from encoders.image_decode import DecodeFailure
+from service.exceptions import (
+    BundleRejectedError,
+    DomainError,
+    ImageRefusedError,
+    InvalidQueryError,
+    NotFoundError,
+    OverloadedError,
+    RefusalReason,
+    ShuttingDownError,
+)
 from service.request_context import request_id_of
 
 
@@ -51,14 +64,25 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.INTERNAL: 500,
 }
 
-CODE_OF_DECODE_FAILURE: Mapping[DecodeFailure, ErrorCode] = {
+CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
+    NotFoundError: ErrorCode.NOT_FOUND,
+    InvalidQueryError: ErrorCode.INVALID_INPUT,
+    OverloadedError: ErrorCode.OVERLOADED,
+    ShuttingDownError: ErrorCode.NOT_READY,
+    BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
+}
+"""The error code of each domain error (its status then comes from :data:`STATUS_OF`)."""
+
+CODE_OF_IMAGE_REFUSAL: Mapping[RefusalReason, ErrorCode] = {
     "too_many_bytes": ErrorCode.PAYLOAD_TOO_LARGE,
     "too_many_pixels": ErrorCode.PAYLOAD_TOO_LARGE,
     "unsupported_format": ErrorCode.UNSUPPORTED_MEDIA_TYPE,
     "invalid_image": ErrorCode.INVALID_INPUT,
+    "invalid_base64": ErrorCode.INVALID_INPUT,
 }
-"""The error code of each ``encoders.image_decode.ImageDecodeError.reason`` (its status then comes
-from :data:`STATUS_OF`): over a limit → 413, a refused format → 415, not an image → 422."""
+"""The error code of each :class:`service.exceptions.ImageRefusedError` reason (its status then
+comes from :data:`STATUS_OF`): over a limit → 413, a refused format → 415, not an image or not
+base64 → 422."""
 
 # Starlette raises HTTPException with a bare status (404 no route, 405 wrong method, ...).
 _CODE_OF_STATUS: Mapping[int, ErrorCode] = {
@@ -86,16 +110,25 @@ class ServiceError(Exception):
         return STATUS_OF[self.code]
 
 
+def code_of(error: DomainError) -> ErrorCode:
+    """The error code of a domain error (its class, or the nearest base in the table)."""
+    if isinstance(error, ImageRefusedError):
+        return CODE_OF_IMAGE_REFUSAL[error.reason]
+    for cls in type(error).__mro__:
+        code = CODE_OF_DOMAIN_ERROR.get(cls)
+        if code is not None:
+            return code
+    return ErrorCode.INVALID_INPUT
+
+
+def retry_after_of(error: DomainError) -> int | None:
+    """The ``Retry-After`` seconds a domain error asks for (overload, shutdown), if any."""
+    if isinstance(error, OverloadedError | ShuttingDownError):
+        return error.retry_after_s
+    return None
+
+
 MAX_MESSAGE_CHARS = 2000
-MAX_QUOTED_CHARS = 200
-
-
-def quoted(value: str) -> str:
-    """A client-supplied name or id fit to quote in a message: repr-quoted, at most
-    :data:`MAX_QUOTED_CHARS` characters."""
-    if len(value) > MAX_QUOTED_CHARS:
-        return repr(value[:MAX_QUOTED_CHARS]) + "…"
-    return repr(value)
 
 
 def _printable(message: str) -> str:
@@ -128,6 +161,9 @@ def _location(loc: Sequence[Any]) -> str:
     parts = [str(part) for part in loc]
     if parts and parts[0] in {"body", "query", "path", "header"} and len(parts) > 1:
         parts = parts[1:]
+    # A tagged union puts its tag before the member's own field, and each tag is the name of
+    # that field (``query.text.text``, ``texts.texts.0``): say it once.
+    parts = [part for index, part in enumerate(parts) if index == 0 or part != parts[index - 1]]
     return ".".join(parts) or "body"
 
 
@@ -154,6 +190,13 @@ async def _service_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ServiceError)
     headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None
     return error_response(exc.code, exc.message, request_id_of(request.scope), headers=headers)
+
+
+async def _domain_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DomainError)
+    retry_after_s = retry_after_of(exc)
+    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
+    return error_response(code_of(exc), exc.message, request_id_of(request.scope), headers=headers)
 
 
 async def _validation_error_handler(request: Request, exc: Exception) -> Response:
@@ -184,5 +227,6 @@ async def _http_exception_handler(request: Request, exc: Exception) -> Response:
 def install_error_handlers(app: FastAPI) -> None:
     """Route every error FastAPI or Starlette can raise into the one error shape."""
     app.add_exception_handler(ServiceError, _service_error_handler)
+    app.add_exception_handler(DomainError, _domain_error_handler)
     app.add_exception_handler(RequestValidationError, _validation_error_handler)
     app.add_exception_handler(StarletteHTTPException, _http_exception_handler)

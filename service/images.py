@@ -10,34 +10,22 @@ The checks run cheapest first, each before the work it protects:
    prefix) — malformed text is 422;
 3. ``encoders.image_decode.decode_image``: file bytes, format, the pixel count the header
    declares (before any pixel is decoded), then the decode itself; its ``reason`` maps to a
-   status through :data:`service.errors.CODE_OF_DECODE_FAILURE`.
+   status through :data:`service.errors.CODE_OF_IMAGE_REFUSAL`.
 
-The functions here are blocking and pure; :mod:`service.stages` runs them off the event loop.
+Every refusal is an :class:`service.exceptions.ImageRefusedError` with its reason. The functions
+here are blocking and pure; :mod:`service.searcher` runs them off the event loop.
 """
 
 from __future__ import annotations
 
 import binascii
 from dataclasses import dataclass
-from typing import Literal
 
 from PIL.Image import Image
 
-from encoders.image_decode import DecodeFailure, ImageDecodeError, ImageLimits, decode_image
-from service.errors import CODE_OF_DECODE_FAILURE, ErrorCode, ServiceError
+from encoders.image_decode import ImageDecodeError, ImageLimits, decode_image
+from service.exceptions import ImageRefusedError
 from service.settings import Settings
-
-RefusalReason = DecodeFailure | Literal["invalid_base64"]
-"""Why an image payload was refused: a decode failure, or base64 that does not decode."""
-
-
-class ImageRefusedError(ServiceError):
-    """A client's image was refused; ``reason`` says why (for the refusal counter), ``code``
-    gives the status as for every ``ServiceError``."""
-
-    def __init__(self, reason: RefusalReason, code: ErrorCode, message: str) -> None:
-        super().__init__(code, message)
-        self.reason: RefusalReason = reason
 
 
 @dataclass(frozen=True)
@@ -65,13 +53,13 @@ def max_base64_chars(max_bytes: int) -> int:
 
 
 def check_base64_length(where: str, text: str, settings: Settings) -> None:
-    """Raise ``ServiceError`` payload_too_large when ``text`` is too long to decode to at most
-    ``max_image_bytes``; nothing is decoded. (A text within the bound may still decode to one or
-    two bytes more; ``decode_image`` refuses those.)"""
+    """Raise :class:`ImageRefusedError` too_many_bytes when ``text`` is too long to decode to at
+    most ``max_image_bytes``; nothing is decoded. (A text within the bound may still decode to one
+    or two bytes more; ``decode_image`` refuses those.)"""
     limit = max_base64_chars(settings.max_image_bytes)
     if len(text) > limit:
-        raise ServiceError(
-            ErrorCode.PAYLOAD_TOO_LARGE,
+        raise ImageRefusedError(
+            "too_many_bytes",
             f"{where}: {len(text)} base64 characters, more than the {limit} that "
             f"max_image_bytes={settings.max_image_bytes} allows",
         )
@@ -80,13 +68,12 @@ def check_base64_length(where: str, text: str, settings: Settings) -> None:
 def decode_base64(where: str, text: str) -> bytes:
     """The bytes of strict, padded, standard-alphabet base64 ``text``.
 
-    Raises :class:`ImageRefusedError` (invalid_input) for anything else: whitespace, URL-safe
+    Raises :class:`ImageRefusedError` invalid_base64 for anything else: whitespace, URL-safe
     characters, missing padding, a ``data:`` URL prefix, non-ASCII characters.
     """
     if text.startswith("data:"):
         raise ImageRefusedError(
             "invalid_base64",
-            ErrorCode.INVALID_INPUT,
             f"{where}: send the base64 of the file bytes, not a data: URL",
         )
     try:
@@ -95,7 +82,6 @@ def decode_base64(where: str, text: str) -> bytes:
         reason = "non-ASCII character" if isinstance(error, UnicodeEncodeError) else str(error)
         raise ImageRefusedError(
             "invalid_base64",
-            ErrorCode.INVALID_INPUT,
             f"{where}: not valid base64 ({reason}); use the standard alphabet with padding and "
             "no whitespace",
         ) from None
@@ -111,25 +97,22 @@ def payload_bytes(payload: ImagePayload) -> bytes:
 def decode_payload(where: str, data: bytes, limits: ImageLimits) -> Image:
     """Decode one image file's bytes into an RGB image (EXIF-oriented, first frame).
 
-    Raises :class:`ImageRefusedError` with the status of the error table: 413 over
+    Raises :class:`ImageRefusedError` with the decoder's reason (status: the error table): 413 over
     ``max_bytes`` or ``max_pixels``, 415 for a format outside ``limits.formats``, 422 for bytes
     that are not a (complete) image. Blocking.
     """
     try:
         return decode_image(data, limits)
     except ImageDecodeError as error:
-        raise ImageRefusedError(
-            error.reason, CODE_OF_DECODE_FAILURE[error.reason], f"{where}: {error.message}"
-        ) from error
+        raise ImageRefusedError(error.reason, f"{where}: {error.message}") from error
 
 
 def refuse_oversized_file(where: str, size: int, settings: Settings) -> None:
-    """Raise :class:`ImageRefusedError` payload_too_large when an uploaded file of ``size``
+    """Raise :class:`ImageRefusedError` too_many_bytes when an uploaded file of ``size``
     bytes is over ``max_image_bytes`` (checked before the file is read into memory)."""
     if size > settings.max_image_bytes:
         raise ImageRefusedError(
             "too_many_bytes",
-            CODE_OF_DECODE_FAILURE["too_many_bytes"],
             f"{where}: image file is {size} bytes; the limit is "
             f"max_image_bytes={settings.max_image_bytes}",
         )

@@ -8,18 +8,39 @@ encoding, so one request model serves every configuration.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue, model_validator
+from fastapi import Body
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    Tag,
+    model_validator,
+)
 
 from index_builder.bundle import VERSION_PATTERN
 from service.errors import ErrorCode, ServiceError
-from service.images import check_base64_length
+from service.images import ImagePayload, check_base64_length
+from service.searcher import ImageSide, ItemSide, QuerySide, TextSide, VectorSide
 from service.settings import Settings
+
+NON_BLANK_PATTERN = (
+    r"[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"
+)
+r"""A character that is not whitespace, whitespace being what Python's ``str.isspace`` and the
+ECMAScript ``\s`` of JSON Schema patterns call so (their union): the model and the OpenAPI
+document refuse the same blank texts."""
+_NON_BLANK = re.compile(NON_BLANK_PATTERN)
 
 
 def _text_is_usable(text: str) -> str:
-    if not text.strip():
+    if not _NON_BLANK.search(text):
         raise ValueError("must contain a non-whitespace character")
     try:
         text.encode("utf-8")
@@ -29,8 +50,14 @@ def _text_is_usable(text: str) -> str:
     return text
 
 
-QueryText = Annotated[str, AfterValidator(_text_is_usable)]
+QueryText = Annotated[
+    str, AfterValidator(_text_is_usable), Field(json_schema_extra={"pattern": NON_BLANK_PATTERN})
+]
 """A text to embed: not blank, encodable as UTF-8. Its length limit is a setting."""
+
+IMAGE_FORMAT = "crisscross-image-base64"
+"""The OpenAPI ``format`` of a base64 image: what JSON Schema cannot check (that the bytes are a
+JPEG, PNG, WEBP or GIF file) gets a name clients and fuzzers can give a generator."""
 
 Base64Image = Annotated[
     str,
@@ -38,9 +65,22 @@ Base64Image = Annotated[
         min_length=1,
         description="The image file's bytes (JPEG, PNG, WEBP or GIF) in standard, padded base64, "
         "without a data: prefix; at most max_image_bytes once decoded.",
+        json_schema_extra={"format": IMAGE_FORMAT, "contentEncoding": "base64"},
     ),
 ]
 """An image file in base64. Its size limits are settings, checked before it is decoded."""
+
+
+def _integral(value: Any) -> Any:
+    # JSON Schema's "integer" is any number with no fractional part: 5.0 is one. Strict models
+    # refuse floats, so an integral float becomes the int it spells; "5" and true stay refused.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInteger = Annotated[int, BeforeValidator(_integral)]
+"""An integer as JSON Schema has it (``5`` or ``5.0``; not ``5.5``, ``"5"`` or ``true``)."""
 
 
 class _Request(BaseModel):
@@ -71,41 +111,92 @@ QueryVector = Annotated[
         min_length=1,
         description="Your own embedding in the variant's space: exactly dim finite numbers with a "
         "non-zero norm; it is L2-normalised before searching.",
+        # Not all zero (a zero vector has no direction); the length is the variant's dim,
+        # stated in the served document when every served variant has the same one.
+        json_schema_extra={"contains": {"not": {"const": 0}}},
     ),
 ]
 
 
-class QueryInput(_Request):
-    """One side of a query: exactly one of ``text`` (embedded by the variant's text tower),
-    ``image`` (base64 file bytes, embedded by its image tower), ``item`` (the item's stored
-    vector, from either collection) or ``vector`` (an embedding the client made itself with the
-    same variant)."""
+class TextQuery(_Request):
+    """A text, embedded by the variant's text tower."""
 
-    model_config = ConfigDict(
-        json_schema_extra={"examples": [{"text": "a dog on a couch"}, {"item": EXAMPLE_ITEM}]}
-    )
+    text: QueryText
 
-    text: QueryText | None = None
-    image: Base64Image | None = None
-    item: ItemRef | None = None
-    vector: QueryVector | None = None
+    def side(self, where: str) -> TextSide:
+        """The search core's view of this side; ``where`` locates it in the request."""
+        return TextSide(self.text, f"{where}.text")
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> QueryInput:
-        given = [name for name in QUERY_KINDS if getattr(self, name) is not None]
-        if len(given) != 1:
-            raise ValueError(
-                f"give exactly one of 'text', 'image', 'item' or 'vector' (got {len(given)})"
-            )
-        return self
 
-    @property
-    def kind(self) -> QueryKind:
-        """Which of the four the side holds."""
-        for name in QUERY_KINDS:
-            if getattr(self, name) is not None:
-                return name
-        raise AssertionError("a validated QueryInput holds one side")  # pragma: no cover
+class ImageQuery(_Request):
+    """An image file in base64, embedded by the variant's image tower."""
+
+    image: Base64Image
+
+    def side(self, where: str) -> ImageSide:
+        """The search core's view of this side; ``where`` locates it in the request."""
+        return ImageSide(ImagePayload(f"{where}.image", self.image))
+
+
+class ItemQuery(_Request):
+    """A stored item: its bundle vector, from either collection of the variant."""
+
+    item: ItemRef
+
+    def side(self, where: str) -> ItemSide:  # noqa: ARG002 - items are named by their ids
+        """The search core's view of this side."""
+        return ItemSide(self.item.collection, self.item.id)
+
+
+class VectorQuery(_Request):
+    """An embedding the client made itself with the same variant."""
+
+    vector: QueryVector
+
+    def side(self, where: str) -> VectorSide:
+        """The search core's view of this side; ``where`` locates it in the request."""
+        return VectorSide(self.vector, f"{where}.vector")
+
+
+_QUERY_CLASSES: dict[QueryKind, type[_Request]] = {
+    "text": TextQuery,
+    "image": ImageQuery,
+    "item": ItemQuery,
+    "vector": VectorQuery,
+}
+
+
+def _query_kind(value: Any) -> str | None:
+    """The tag of a query side: the one kind key it holds (None: none or several)."""
+    if isinstance(value, dict):
+        given = [kind for kind in QUERY_KINDS if kind in value]
+        return given[0] if len(given) == 1 else None
+    for kind, cls in _QUERY_CLASSES.items():
+        if isinstance(value, cls):
+            return kind
+    return None
+
+
+QueryInput = Annotated[
+    Annotated[TextQuery, Tag("text")]
+    | Annotated[ImageQuery, Tag("image")]
+    | Annotated[ItemQuery, Tag("item")]
+    | Annotated[VectorQuery, Tag("vector")],
+    Discriminator(
+        _query_kind,
+        custom_error_type="query_kind",
+        custom_error_message="give exactly one of 'text', 'image', 'item' or 'vector'",
+    ),
+    Field(
+        description="One side of a query: exactly one of `text` (embedded by the variant's text "
+        "tower), `image` (base64 file bytes, embedded by its image tower), `item` (the item's "
+        "stored vector, from either collection) or `vector` (an embedding the client made "
+        "itself with the same variant).",
+        examples=[{"text": "a dog on a couch"}, {"item": EXAMPLE_ITEM}],
+    ),
+]
+"""One side of a query, a tagged union on the wire: ``{"text": ...}``, ``{"image": ...}``,
+``{"item": ...}`` or ``{"vector": ...}``; the OpenAPI document says exactly that (``oneOf``)."""
 
 
 def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
@@ -118,9 +209,9 @@ def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
 
 
 def _check_query_side(where: str, query: QueryInput, settings: Settings) -> None:
-    if query.text is not None and (error := _too_long(f"{where}.text", query.text, settings)):
+    if isinstance(query, TextQuery) and (error := _too_long(f"{where}.text", query.text, settings)):
         raise error
-    if query.image is not None:
+    if isinstance(query, ImageQuery):
         check_base64_length(f"{where}.image", query.image, settings)
 
 
@@ -140,7 +231,7 @@ class SearchOptions(_Request):
         description="Collection to search: 'captions' or 'images'.",
         examples=["captions", "images"],
     )
-    k: int = Field(
+    k: JsonInteger = Field(
         default=10,
         ge=1,
         description="Results wanted, 1..max_k. More than the collection holds returns all of it.",
@@ -236,6 +327,10 @@ class ScoreRequest(_Request):
             for name, side in (("left", pair.left), ("right", pair.right))
         ]
 
+    def core_sides(self) -> list[QuerySide]:
+        """Every side in request order, as the search core takes them."""
+        return [side.side(where) for where, side in self.sides()]
+
     def check_limits(self, settings: Settings) -> None:
         """Raise ``ServiceError`` when a settings limit is exceeded: invalid_input (422) for the
         number of pairs, of image sides and for text length, payload_too_large (413) for an
@@ -247,48 +342,68 @@ class ScoreRequest(_Request):
                 f"max_score_pairs={settings.max_score_pairs}",
             )
         sides = self.sides()
-        _check_image_count("pairs", sum(side.image is not None for _, side in sides), settings)
+        images = sum(isinstance(side, ImageQuery) for _, side in sides)
+        _check_image_count("pairs", images, settings)
         for where, side in sides:
             _check_query_side(where, side, settings)
 
 
-class EmbedRequest(_Request):
-    """``POST /v1/embed``: embeddings of texts or of images (exactly one of the two)."""
+class EmbedTexts(_Request):
+    """``POST /v1/embed`` with texts: one embedding each, from the variant's text tower."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{"texts": ["a dog on a couch"]}]})
+    texts: list[QueryText] = Field(min_length=1, description="1..max_embed_inputs texts.")
+    variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
 
-    texts: list[QueryText] | None = Field(
-        default=None, min_length=1, description="1..max_embed_inputs texts."
-    )
-    images: list[Base64Image] | None = Field(
-        default=None, min_length=1, description="1..max_images_per_request base64 image files."
+    def check_limits(self, settings: Settings) -> None:
+        """Raise ``ServiceError`` invalid_input (422) for the number of texts or a text's
+        length. Nothing is encoded."""
+        if len(self.texts) > settings.max_embed_inputs:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"texts: {len(self.texts)} texts, more than "
+                f"max_embed_inputs={settings.max_embed_inputs}",
+            )
+        for index, text in enumerate(self.texts):
+            if error := _too_long(f"texts.{index}", text, settings):
+                raise error
+
+
+class EmbedImages(_Request):
+    """``POST /v1/embed`` with images: one embedding each, from the variant's image tower."""
+
+    images: list[Base64Image] = Field(
+        min_length=1, description="1..max_images_per_request base64 image files."
     )
     variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
 
-    @model_validator(mode="after")
-    def _exactly_one(self) -> EmbedRequest:
-        if (self.texts is None) == (self.images is None):
-            raise ValueError("give exactly one of 'texts' or 'images'")
-        return self
-
     def check_limits(self, settings: Settings) -> None:
-        """Raise ``ServiceError`` when a settings limit is exceeded: invalid_input (422) for the
-        number of texts or images and for text length, payload_too_large (413) for an image's
-        base64 length. Nothing is decoded or encoded."""
-        if self.texts is not None:
-            if len(self.texts) > settings.max_embed_inputs:
-                raise ServiceError(
-                    ErrorCode.INVALID_INPUT,
-                    f"texts: {len(self.texts)} texts, more than "
-                    f"max_embed_inputs={settings.max_embed_inputs}",
-                )
-            for index, text in enumerate(self.texts):
-                if error := _too_long(f"texts.{index}", text, settings):
-                    raise error
-        if self.images is not None:
-            _check_image_count("images", len(self.images), settings)
-            for index, image in enumerate(self.images):
-                check_base64_length(f"images.{index}", image, settings)
+        """Raise ``ServiceError`` invalid_input (422) for the number of images, an image
+        refusal payload_too_large (413) for an image's base64 length. Nothing is decoded."""
+        _check_image_count("images", len(self.images), settings)
+        for index, image in enumerate(self.images):
+            check_base64_length(f"images.{index}", image, settings)
+
+
+def _embed_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        given = [kind for kind in ("texts", "images") if kind in value]
+        return given[0] if len(given) == 1 else None
+    if isinstance(value, EmbedTexts):
+        return "texts"
+    return "images" if isinstance(value, EmbedImages) else None
+
+
+EmbedRequest = Annotated[
+    Annotated[EmbedTexts, Tag("texts")] | Annotated[EmbedImages, Tag("images")],
+    Discriminator(
+        _embed_kind,
+        custom_error_type="embed_kind",
+        custom_error_message="give exactly one of 'texts' or 'images'",
+    ),
+    Body(examples=[{"texts": ["a dog on a couch"]}]),
+]
+"""``POST /v1/embed``: ``{"texts": [...]}`` or ``{"images": [...]}`` (with an optional
+``variant``), a tagged union the OpenAPI document states as ``oneOf``."""
 
 
 # -- responses ------------------------------------------------------------------------------------
@@ -458,7 +573,15 @@ class ReloadRequest(_Request):
     served bundle's CURRENT again. ``bundle`` alone: that bundle's CURRENT. ``bundle`` and
     ``version``: that version."""
 
-    model_config = ConfigDict(json_schema_extra={"examples": [{}, {"bundle": "coco-captions"}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{}, {"bundle": "coco-captions"}],
+            # 'version' needs 'bundle' (a name, not null): the document says what the check says.
+            "dependentSchemas": {
+                "version": {"required": ["bundle"], "properties": {"bundle": {"type": "string"}}}
+            },
+        }
+    )
 
     bundle: BundleName | None = None
     version: BundleVersion | None = None

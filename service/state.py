@@ -1,7 +1,7 @@
 """The service's state on ``app.state``, and the FastAPI dependencies that hand it to routes.
 
 Nothing lives at module level: every app built by ``create_app`` carries its own settings,
-metrics and store, so tests can run several apps side by side.
+metrics, search core and catalog, so tests can run several apps side by side.
 """
 
 from __future__ import annotations
@@ -12,47 +12,48 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from service.batcher import BatchLimits, EncodePool
-from service.errors import ErrorCode, ServiceError, quoted
+from service.catalog import Catalog
+from service.errors import ErrorCode, ServiceError
+from service.exceptions import quoted
+from service.images import image_limits
+from service.loading import EncoderFactory, with_fresh_batchers
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext, choose_request_id, context_of
+from service.searcher import Searcher
 from service.settings import Settings
-from service.store import EncoderFactory, LiveIndexStore
 
 STATE_ATTRIBUTE = "crisscross"
 
 
 @dataclass
 class ServiceState:
-    """What one app serves. ``store`` is None until the lifespan has loaded everything;
-    ``load_error`` then says why loading failed, if it did. A reload replaces ``store`` with one
-    assignment. ``encode_pool`` holds the encoder batchers, ``reload_lock`` serialises reloads;
-    each lifespan gets fresh ones (:meth:`begin_lifespan`)."""
+    """What one app serves. ``catalog`` is None until the lifespan has loaded everything (each
+    variant in it owns its encoders and their batchers); ``load_error`` then says why loading
+    failed, if it did. A reload replaces ``catalog`` with one assignment. ``searcher`` is the
+    search core; ``reload_lock`` serialises reloads, and each lifespan gets a fresh one
+    (:meth:`begin_lifespan`)."""
 
     settings: Settings
     metrics: ServiceMetrics
     encoder_factory: EncoderFactory
-    store: LiveIndexStore | None = None
+    catalog: Catalog | None = None
     load_error: str | None = None
     draining: bool = False
-    encode_pool: EncodePool = field(init=False)
+    searcher: Searcher = field(init=False)
     reload_lock: asyncio.Lock = field(init=False)
 
     def __post_init__(self) -> None:
+        self.searcher = Searcher(
+            self.metrics, image_limits(self.settings), self.settings.faiss_threads
+        )
         self.begin_lifespan()
 
     def begin_lifespan(self) -> None:
-        """Fresh batchers and a fresh reload lock for a lifespan that begins (an app may live
-        through several, as in tests; the previous lifespan closed its batchers)."""
-        settings = self.settings
-        limits = BatchLimits(
-            max_batch_size=settings.max_batch_size,
-            max_wait_s=settings.max_wait_s,
-            max_queue_depth=settings.max_queue_depth,
-            retry_after_s=settings.overload_retry_after_s,
-            workers=settings.encoder_workers,
-        )
-        self.encode_pool = EncodePool(limits, self.metrics)
+        """A fresh reload lock, and fresh batchers for a catalog already loaded, for a lifespan
+        that begins (an app may live through several, as in tests; the previous lifespan closed
+        its catalog's batchers). The lifespan then loads the bundles again."""
+        if self.catalog is not None:
+            self.catalog = with_fresh_batchers(self.catalog, self.settings, self.metrics)
         self.reload_lock = asyncio.Lock()
 
     def start_draining(self) -> None:
@@ -62,7 +63,7 @@ class ServiceState:
         self.metrics.ready.set(0)
 
     def not_ready_error(self) -> ServiceError:
-        """The 503 not_ready answered while there is no store."""
+        """The 503 not_ready answered while there is no catalog."""
         if self.draining:
             reason = "shutting down"
         elif self.load_error is not None:
@@ -76,19 +77,19 @@ class ServiceState:
         )
 
 
-def publish_store(state: ServiceState, store: LiveIndexStore) -> None:
-    """Serve ``store`` from now on (one reference assignment) and publish what it serves in the
-    metrics. Requests that already hold the previous store finish on it."""
-    state.store = store
+def publish_catalog(state: ServiceState, catalog: Catalog) -> None:
+    """Serve ``catalog`` from now on (one reference assignment) and publish what it serves in
+    the metrics. Requests that already hold the previous catalog finish on it."""
+    state.catalog = catalog
     state.metrics.record_loaded(
-        bundles=sorted({(c.bundle, c.bundle_version, c.variant) for c in store.collections}),
+        bundles=sorted({(c.bundle, c.bundle_version, c.variant) for c in catalog.collections}),
         collections=[
             (c.variant, c.name, c.bundle, c.bundle_version, c.collection.count)
-            for c in store.collections
+            for c in catalog.collections
         ],
         variants=[
             (v.name, tower, v.precision, providers, v.fingerprint)
-            for v in store.variants
+            for v in catalog.variants
             for tower, providers in v.providers_by_tower.items()
         ],
     )
@@ -104,12 +105,12 @@ async def service_state(request: Request) -> ServiceState:
     return state
 
 
-async def ready_store(state: Annotated[ServiceState, Depends(service_state)]) -> LiveIndexStore:
-    """The live store; ``ServiceError`` not_ready (503 + Retry-After) until it is loaded."""
-    store = state.store
-    if store is None:
+async def ready_catalog(state: Annotated[ServiceState, Depends(service_state)]) -> Catalog:
+    """The live catalog; ``ServiceError`` not_ready (503 + Retry-After) until it is loaded."""
+    catalog = state.catalog
+    if catalog is None:
         raise state.not_ready_error()
-    return store
+    return catalog
 
 
 async def request_context(request: Request) -> RequestContext:
@@ -153,5 +154,5 @@ def require_multipart(request: Request) -> None:
 
 
 StateDep = Annotated[ServiceState, Depends(service_state)]
-StoreDep = Annotated[LiveIndexStore, Depends(ready_store)]
+CatalogDep = Annotated[Catalog, Depends(ready_catalog)]
 ContextDep = Annotated[RequestContext, Depends(request_context)]

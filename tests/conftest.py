@@ -8,6 +8,22 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+TESTS_ROOT = Path(__file__).resolve().parent
+
+# The test folders by kind (README "Tests"): unit/ mirrors the packages module by module, api/
+# drives the app in-process with fakes, contract/ pins the HTTP contract, models/ needs a real
+# exported model, real data or real training, e2e/ starts a real uvicorn process. The fast lane
+# (`make check`) is everything not marked slow, e2e or gpu; these folders mark themselves.
+_FOLDER_MARKS = {"models": "slow", "e2e": "e2e"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test under ``tests/models`` slow and every test under ``tests/e2e`` e2e."""
+    for item in items:
+        relative = Path(str(item.path)).resolve().relative_to(TESTS_ROOT)
+        mark = _FOLDER_MARKS.get(relative.parts[0])
+        if mark is not None:
+            item.add_marker(mark)
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +55,7 @@ def minilm_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.fail(f"CRISSCROSS_TEST_VARIANT_DIR={preset} holds no variant.json")
         return variant_dir
     skip_without_minilm_export_extra()
-    from encoders.export_minilm import export_minilm
+    from training.export.minilm import export_minilm
 
     variant_dir = tmp_path_factory.mktemp("variants") / "minilm-l6-v2"
     export_minilm(variant_dir)
@@ -69,7 +85,7 @@ def efficientnet_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "skimage",
     ):
         pytest.importorskip(module, reason="exporting EfficientNet-Lite0 needs the 'export' extra")
-    from encoders.export_efficientnet import export_efficientnet
+    from training.export.efficientnet import export_efficientnet
 
     variant_dir = tmp_path_factory.mktemp("variants") / "efficientnet-lite0"
     export_efficientnet(variant_dir)

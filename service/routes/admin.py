@@ -9,11 +9,12 @@ from typing import Annotated
 import anyio
 from fastapi import APIRouter, Body, Depends, Request
 
-from service.errors import ErrorCode, ServiceError, quoted
+from service.errors import ErrorCode, ServiceError, code_of
+from service.exceptions import BundleRejectedError, NotFoundError, quoted
+from service.loading import BundleChange, reload_bundles
 from service.routes import error_responses
 from service.schemas import ReloadedBundle, ReloadRequest, ReloadResponse
-from service.state import ServiceState, StateDep, publish_store
-from service.store import BundleChange, reload_bundles
+from service.state import ServiceState, StateDep, publish_catalog
 
 logger = logging.getLogger("crisscross.service")
 
@@ -37,29 +38,30 @@ async def _require_json_if_body(request: Request) -> None:
 
 
 async def _reload(state: ServiceState, body: ReloadRequest) -> list[BundleChange]:
-    """Load off the event loop, then swap the store with one assignment (under the lock)."""
+    """Load off the event loop, then swap the catalog with one assignment (under the lock)."""
     async with state.reload_lock:
-        store = state.store  # the latest: an earlier reload may have swapped it while we waited
-        if store is None or state.draining:
+        # The latest: an earlier reload may have swapped it while this one waited.
+        catalog = state.catalog
+        if catalog is None or state.draining:
             raise state.not_ready_error()
         try:
             reloaded, changes = await anyio.to_thread.run_sync(
                 lambda: reload_bundles(
-                    store, state.settings, bundle=body.bundle, version=body.version
+                    catalog, state.settings, bundle=body.bundle, version=body.version
                 )
             )
-        except ServiceError as error:
-            outcome = "rejected" if error.code is ErrorCode.BUNDLE_REJECTED else "not_found"
+        except (BundleRejectedError, NotFoundError) as error:
+            outcome = "rejected" if isinstance(error, BundleRejectedError) else "not_found"
             state.metrics.reloads.labels(outcome).inc()
-            logger.warning("reload refused (%s): %s", error.code.value, error.message)
+            logger.warning("reload refused (%s): %s", code_of(error).value, error.message)
             raise
         except Exception:
             state.metrics.reloads.labels("failed").inc()
             raise
-        if reloaded is store:
+        if reloaded is catalog:
             state.metrics.reloads.labels("unchanged").inc()
             return changes
-        publish_store(state, reloaded)  # the swap: requests holding the old store finish on it
+        publish_catalog(state, reloaded)  # the swap: requests holding the old one finish on it
         state.metrics.reloads.labels("swapped").inc()
         return changes
 

@@ -14,7 +14,7 @@ from service.schemas import (
     VariantInfo,
     VariantsResponse,
 )
-from service.state import StoreDep
+from service.state import CatalogDep
 
 router = APIRouter(tags=["catalog"])
 
@@ -28,12 +28,12 @@ router = APIRouter(tags=["catalog"])
 async def item(
     collection: str,
     id: str,
-    store: StoreDep,
+    catalog: CatalogDep,
     variant: Annotated[str | None, Query(description="Variant; default if omitted.")] = None,
 ) -> ItemResponse:
     """The item's row in its bundle and its metadata. Ids may contain ``:`` and ``/``."""
-    served = store.collection(store.resolve_variant(variant), collection)
-    row = store.row_of(served, id)
+    served = catalog.collection(catalog.resolve_variant(variant), collection)
+    row = catalog.row_of(served, id)
     return ItemResponse(
         collection=served.name, id=id, row=row, metadata=dict(served.collection.metadata[row])
     )
@@ -45,7 +45,7 @@ async def item(
     responses=error_responses(*AUTH_ERRORS, 503),
     summary="Loaded encoder variants",
 )
-async def variants(store: StoreDep) -> VariantsResponse:
+async def variants(catalog: CatalogDep) -> VariantsResponse:
     """Every loaded variant with its towers, providers really in use (per tower, from
     ``session.get_providers()``), precision, fingerprint and the bundle versions it serves."""
     return VariantsResponse(
@@ -58,12 +58,12 @@ async def variants(store: StoreDep) -> VariantsResponse:
                 providers=variant.providers,
                 tower_providers=variant.providers_by_tower,
                 fingerprint=variant.fingerprint,
-                bundle_versions=store.bundle_versions_of(variant.name),
+                bundle_versions=catalog.bundle_versions_of(variant.name),
                 max_tokens=variant.max_tokens,
                 image_size=list(size) if (size := variant.image_input_size) else None,
                 default=variant.is_default,
             )
-            for variant in store.variants
+            for variant in catalog.variants
         ]
     )
 
@@ -74,7 +74,7 @@ async def variants(store: StoreDep) -> VariantsResponse:
     responses=error_responses(*AUTH_ERRORS, 503),
     summary="Served collections",
 )
-async def collections(store: StoreDep) -> CollectionsResponse:
+async def collections(catalog: CatalogDep) -> CollectionsResponse:
     """Every served collection with its size, bundle version, index type and the device faiss
     searches it on."""
     return CollectionsResponse(
@@ -90,6 +90,6 @@ async def collections(store: StoreDep) -> CollectionsResponse:
                 metric=served.collection.metric,
                 index_device=served.index_device,
             )
-            for served in store.collections
+            for served in catalog.collections
         ]
     )

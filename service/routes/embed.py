@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from service import stages
-from service.images import ImagePayload, image_limits
+from service.images import ImagePayload
 from service.routes import JSON_BODY_ERRORS
-from service.schemas import EmbedRequest, EmbedResponse
-from service.state import ContextDep, StateDep, StoreDep, require_json
+from service.schemas import EmbedImages, EmbedRequest, EmbedResponse
+from service.state import CatalogDep, ContextDep, StateDep, require_json
 
 router = APIRouter(tags=["embed"])
 
@@ -21,21 +20,17 @@ router = APIRouter(tags=["embed"])
     summary="Embed texts or images with a variant's text or image tower",
 )
 async def embed(
-    body: EmbedRequest, state: StateDep, store: StoreDep, context: ContextDep
+    body: EmbedRequest, state: StateDep, catalog: CatalogDep, context: ContextDep
 ) -> EmbedResponse:
     """Float32 embeddings ``[n, dim]`` (L2-normalised rows) of ``texts`` (one encoder call) or
     of ``images`` (base64 files; decoded, then embedded), in request order."""
     body.check_limits(state.settings)
-    variant = store.resolve_variant(body.variant)
-    if body.images is not None:
-        store.require_tower(variant, "image", "images")
+    variant = catalog.resolve_variant(body.variant)
+    if isinstance(body, EmbedImages):
+        catalog.require_tower(variant, "image", "images")
         payloads = [ImagePayload(f"images.{n}", image) for n, image in enumerate(body.images)]
-        limits = image_limits(state.settings)
-        vectors = await stages.embed_images(
-            context, state.metrics, state.encode_pool, variant, payloads, limits
-        )
+        vectors = await state.searcher.embed_images(context, variant, payloads)
     else:
-        assert body.texts is not None  # EmbedRequest holds exactly one of the two
-        store.require_tower(variant, "text", "texts")
-        vectors = await stages.encode_texts(context, state.encode_pool, variant, list(body.texts))
+        catalog.require_tower(variant, "text", "texts")
+        vectors = await state.searcher.embed_texts(context, variant, list(body.texts))
     return EmbedResponse(embeddings=vectors.tolist(), dim=variant.dim, variant=variant.name)

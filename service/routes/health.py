@@ -27,7 +27,7 @@ async def healthz() -> StatusResponse:
 async def readyz(state: StateDep) -> StatusResponse:
     """200 once every bundle and encoder is loaded; 503 not_ready with Retry-After before (the
     message says whether loading is still running or failed, and why) and once shutdown began."""
-    if state.store is None or state.draining:
+    if state.catalog is None or state.draining:
         raise state.not_ready_error()
     return StatusResponse(status="ready")
 

@@ -5,47 +5,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
-from encoders.variant import Tower
-from service import stages
-from service.errors import ErrorCode, ServiceError, quoted, validation_message
-from service.images import (
-    ImagePayload,
-    ImageRefusedError,
-    image_limits,
-    refuse_oversized_file,
-)
+from service.catalog import ServedCollection, ServedVariant
+from service.errors import ErrorCode, ServiceError, validation_message
+from service.exceptions import ImageRefusedError, quoted
+from service.images import ImagePayload, refuse_oversized_file
+from service.knn import SearchHit
 from service.request_context import RequestContext
 from service.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses, json_response
 from service.schemas import (
-    QueryInput,
     SearchOptions,
     SearchRequest,
     SearchResponse,
     SearchUploadForm,
     Timings,
 )
+from service.searcher import ImageSide, tower_of, where_of
 from service.settings import UPLOAD_ROUTE
-from service.state import (
-    ContextDep,
-    ServiceState,
-    StateDep,
-    StoreDep,
-    require_json,
-    require_multipart,
-)
-from service.store import (
-    LiveIndexStore,
-    SearchHit,
-    ServedCollection,
-    ServedVariant,
-    normalised_query_vector,
-)
+from service.state import CatalogDep, ContextDep, StateDep, require_json, require_multipart
 
 router = APIRouter(tags=["search"])
 
@@ -55,67 +36,6 @@ UPLOAD_FILE_FIELD = "file"
 _UPLOAD_PLAIN_FIELDS = 4
 # Longest value of one plain form field (an id, a collection or variant name, k).
 _UPLOAD_FIELD_MAX_BYTES = 64 * 1024
-
-
-async def query_vector(
-    state: ServiceState,
-    store: LiveIndexStore,
-    context: RequestContext,
-    variant: ServedVariant,
-    query: QueryInput,
-    where: str = "query",
-) -> np.ndarray:
-    """The float32 ``[dim]`` vector of a query side that is not a text (texts are encoded and
-    searched in one step by :func:`stages.search_text`): the image's embedding, the item's
-    stored vector (unknown collection or item raise not_found before anything is encoded), or
-    the client's own vector, normalised (422 for a wrong dimension, a non-finite number or zero
-    norm). The caller has checked that ``variant`` has the tower the side needs."""
-    if query.item is not None:
-        served = store.collection(variant, query.item.collection)
-        return store.stored_vector(served, store.row_of(served, query.item.id))
-    if query.vector is not None:
-        return normalised_query_vector(query.vector, variant.dim, f"{where}.vector")
-    assert query.image is not None  # QueryInput holds exactly one of the four; not a text here
-    payload = ImagePayload(f"{where}.image", query.image)
-    limits = image_limits(state.settings)
-    vectors = await stages.embed_images(
-        context, state.metrics, state.encode_pool, variant, [payload], limits
-    )
-    first: np.ndarray = vectors[0]
-    return first
-
-
-def _target(
-    store: LiveIndexStore, options: SearchOptions, tower: Tower | None, where: str
-) -> tuple[ServedVariant, ServedCollection]:
-    """The variant and collection a search names; not_found for unknown ones, invalid_input
-    when the variant lacks the ``tower`` ("text", "image"; None for an item or a vector) the
-    query needs."""
-    variant = store.resolve_variant(options.variant)
-    served = store.collection(variant, options.collection)
-    if tower is not None:
-        store.require_tower(variant, tower, where)
-    return variant, served
-
-
-async def _answer(
-    state: ServiceState,
-    context: RequestContext,
-    variant: ServedVariant,
-    served: ServedCollection,
-    options: SearchOptions,
-    vector: np.ndarray,
-) -> Response:
-    hits = await stages.search(
-        context,
-        state.metrics,
-        served,
-        vector,
-        options.k,
-        set(options.exclude),
-        state.settings.faiss_threads,
-    )
-    return _response(context, variant, served, options, hits)
 
 
 def _response(
@@ -161,7 +81,7 @@ def _response(
     summary="Search a collection with a text, an image or a stored item",
 )
 async def search(
-    body: SearchRequest, state: StateDep, store: StoreDep, context: ContextDep
+    body: SearchRequest, state: StateDep, catalog: CatalogDep, context: ContextDep
 ) -> Response:
     """Top-``k`` items by cosine similarity, ordered by score descending then bundle row
     ascending. ``k`` above the collection's size (after ``exclude``) returns every row.
@@ -173,25 +93,14 @@ async def search(
     ``max_image_bytes`` is 413, an image query on a variant without an image tower 422. Images
     larger than the JSON body limit allows go to ``POST /v1/search/upload``."""
     body.check_limits(state.settings)
-    kind = body.query.kind
-    tower: Tower | None = kind if kind in ("text", "image") else None
-    variant, served = _target(store, body, tower, f"query.{kind}")
-    if body.query.text is not None:
-        # The common case, encoded and searched in one trip to the text batcher's thread.
-        hits = await stages.search_text(
-            context,
-            state.metrics,
-            state.encode_pool,
-            variant,
-            served,
-            body.query.text,
-            body.k,
-            set(body.exclude),
-            state.settings.faiss_threads,
-        )
-        return _response(context, variant, served, body, hits)
-    vector = await query_vector(state, store, context, variant, body.query)
-    return await _answer(state, context, variant, served, body, vector)
+    side = body.query.side("query")
+    variant, served = state.searcher.target(
+        catalog, body.variant, body.collection, tower_of(side), where_of(side, "query.item")
+    )
+    hits = await state.searcher.search(
+        context, catalog, variant, served, side, body.k, set(body.exclude)
+    )
+    return _response(context, variant, served, body, hits)
 
 
 def _upload_form(form: FormData) -> tuple[UploadFile, SearchUploadForm]:
@@ -264,7 +173,7 @@ _UPLOAD_REQUEST_BODY: dict[str, Any] = {
     summary="Search a collection with an uploaded image file",
 )
 async def search_upload(
-    request: Request, state: StateDep, store: StoreDep, context: ContextDep
+    request: Request, state: StateDep, catalog: CatalogDep, context: ContextDep
 ) -> Response:
     """``multipart/form-data`` with the image in the file part ``file`` and the fields
     ``collection``, ``k``, ``variant``, ``exclude`` (repeatable) and ``include_metadata``;
@@ -283,15 +192,17 @@ async def search_upload(
     ) as form:
         upload, options = _upload_form(form)
         options.check_limits(settings)
-        variant, served = _target(store, options, "image", UPLOAD_FILE_FIELD)
+        variant, served = state.searcher.target(
+            catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
+        )
         try:
             refuse_oversized_file(UPLOAD_FILE_FIELD, upload.size or 0, settings)
         except ImageRefusedError as error:
             state.metrics.images_refused.labels(error.reason).inc()
             raise
         data = await upload.read()
-    payload = ImagePayload(UPLOAD_FILE_FIELD, data)
-    vectors = await stages.embed_images(
-        context, state.metrics, state.encode_pool, variant, [payload], image_limits(settings)
+    side = ImageSide(ImagePayload(UPLOAD_FILE_FIELD, data))
+    hits = await state.searcher.search(
+        context, catalog, variant, served, side, options.k, set(options.exclude)
     )
-    return await _answer(state, context, variant, served, options, vectors[0])
+    return _response(context, variant, served, options, hits)

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from encoders.text_encoder import OnnxTextEncoder
+from formats.karpathy import CaptionRecord, read_captions
 from index_builder.build import build_captions_bundle
-from index_builder.karpathy import CaptionRecord, read_captions
 
 E2E_CAPTIONS = 2_000
 READY_TIMEOUT_S = 120.0

@@ -1,4 +1,4 @@
-"""End to end with an exported CLIP: a tiny random CLIP checkpoint → ``python -m encoders export
+"""End to end with an exported CLIP: a tiny random CLIP checkpoint → ``python -m training export
 clip`` → ``python -m index_builder build`` (captions and pixels of a small generated corpus) → a
 real uvicorn process serving it beside a second, text-only variant → all four search directions
 over HTTP, each checked against the scores computed offline from the exported ONNX towers.
@@ -18,18 +18,18 @@ import pytest
 from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
+from formats.karpathy import read_captions
 from index_builder.build import build_captions_bundle
 from index_builder.bundle import LoadedBundle, load_bundle, resolve_current
-from index_builder.karpathy import read_captions
-from index_builder.scenes.generate import GenerationConfig, generate_scenes
+from scenes.generate import GenerationConfig, generate_scenes
 from tests.e2e.conftest import LiveService, start_service, stop_service
-from tests.encoders.tiny_variant import make_tiny_variant
+from tests.fakes.tiny_variant import make_tiny_variant
 
 pytest.importorskip("skimage", reason="the export's parity images need scikit-image")
-tiny_clip = pytest.importorskip("tests.encoders.tiny_clip", reason="needs the export extra")
+tiny_clip = pytest.importorskip("tests.fakes.tiny_clip", reason="needs the export extra")
 
-from encoders.__main__ import main as encoders_main  # noqa: E402
 from index_builder.__main__ import main as index_main  # noqa: E402
+from training.__main__ import main as training_main  # noqa: E402
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -67,7 +67,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     variants_root, bundles_root = root / "variants", root / "bundles"
     clip_dir = variants_root / CLIP_VARIANT
     export = ["export", "clip", "--from", str(root / "checkpoint"), "--out", str(clip_dir)]
-    assert encoders_main([*export, "--name", CLIP_VARIANT]) == 0
+    assert training_main([*export, "--name", CLIP_VARIANT]) == 0
     build = ["build", "--variant", str(clip_dir), "--captions", str(captions_csv)]
     build += ["--images-dir", str(images_dir), "--bundles-root", str(bundles_root)]
     assert index_main([*build, "--name", "scenes-clip", "--providers", "cpu", "--no-progress"]) == 0

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.loadrun import LoadRunConfig, run_load
+from benchmarks.runs.load.config import LoadRunConfig
+from benchmarks.runs.load.run import run_load
 from tests.e2e.conftest import LiveService
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from formats.karpathy import CaptionRecord
 from index_builder.bundle import (
     CURRENT_FILE,
     CollectionInput,
@@ -33,7 +34,6 @@ from index_builder.bundle import (
     verify_bundle,
     write_bundle,
 )
-from index_builder.karpathy import CaptionRecord
 from tests.e2e.conftest import LiveService, start_service, stop_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

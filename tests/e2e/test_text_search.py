@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from index_builder.karpathy import CaptionRecord
+from formats.karpathy import CaptionRecord
 from tests.e2e.conftest import LiveService
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -1,0 +1,420 @@
+"""A light asyncio HTTP client for the Crisscross v1 API (``docs/contracts.md``).
+
+One :class:`httpx.AsyncClient` with a keep-alive connection pool serves every concurrent request
+of a run. The client retries only a ``503`` that carries ``Retry-After`` (overloaded / not
+ready), a bounded number of times, sleeping what the header asks (capped). Any other non-2xx
+answer raises :class:`ServiceError` carrying the service's error body
+(``{"error": {"code", "message", "request_id"}}``). :class:`ClientSender` puts API calls behind
+the drivers' one interface, :class:`~benchmarks.drivers.sender.Sender`, for the closed-loop
+latency sections of the quality and compare runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from benchmarks.drivers.sender import TransportFailure
+
+logger = logging.getLogger(__name__)
+
+JsonObject = dict[str, Any]
+
+
+class ServiceError(RuntimeError):
+    """The service answered a request with a non-2xx status.
+
+    Attributes:
+        status: the HTTP status code.
+        code: the error code from the body (``invalid_input``, ``overloaded``, ...) or ``None``.
+        error_message: the error message from the body, or the raw body text.
+        request_id: the service's request id (body or ``x-request-id`` header), if any.
+        method: the request method.
+        url: the request URL.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str | None,
+        error_message: str,
+        request_id: str | None,
+        method: str,
+        url: str,
+    ) -> None:
+        self.status = status
+        self.code = code
+        self.error_message = error_message
+        self.request_id = request_id
+        self.method = method
+        self.url = url
+        super().__init__(
+            f"{method} {url} -> {status} {code or 'error'}: {error_message}"
+            + (f" (request_id={request_id})" if request_id else "")
+        )
+
+
+class ServiceNotReadyError(RuntimeError):
+    """``GET /readyz`` did not answer 200 within the allowed time."""
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How 503 + ``Retry-After`` answers are retried.
+
+    Attributes:
+        max_retries: retries after the first attempt (0 disables retrying).
+        max_wait_s: the longest single sleep, seconds, whatever ``Retry-After`` says.
+    """
+
+    max_retries: int = 5
+    max_wait_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    """The parts of a ``POST /v1/search`` answer the harness uses.
+
+    Attributes:
+        ids: result ids in rank order (tie rule applied by the service).
+        scores: result scores, same order and length as ``ids``.
+        variant: the encoder variant that answered.
+        bundle_version: the bundle version that answered.
+        timings_ms: the service's own timings (``encode``, ``search``, ``total``), ms.
+    """
+
+    ids: list[str]
+    scores: list[float]
+    variant: str | None
+    bundle_version: str | None
+    timings_ms: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoreResponse:
+    """A ``POST /v1/score`` answer: one similarity per pair, in request order."""
+
+    scores: list[float]
+    variant: str | None
+    bundle_version: str | None
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date).
+
+    Returns:
+        The wait (≥ 0), or ``None`` when the header is absent or unparseable.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _service_error(response: httpx.Response) -> ServiceError:
+    code: str | None = None
+    message = response.text[:500]
+    request_id = response.headers.get("x-request-id")
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        error = body["error"]
+        code = str(error.get("code")) if error.get("code") is not None else None
+        message = str(error.get("message", message))
+        request_id = str(error.get("request_id") or request_id or "") or None
+    return ServiceError(
+        status=response.status_code,
+        code=code,
+        error_message=message,
+        request_id=request_id,
+        method=response.request.method,
+        url=str(response.request.url),
+    )
+
+
+class CrisscrossClient:
+    """Async client of one Crisscross service.
+
+    Use as ``async with CrisscrossClient(url) as client: ...``.
+
+    Args:
+        base_url: the service root, e.g. ``http://127.0.0.1:8000``.
+        timeout_s: per-request timeout, seconds.
+        max_connections: size of the keep-alive connection pool (≥ the concurrency used).
+        retry: the 503 + ``Retry-After`` retry policy.
+        transport: an httpx transport to use instead of the network (tests pass
+            :class:`httpx.MockTransport`).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 60.0,
+        max_connections: int = 16,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> CrisscrossClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def request_json(
+        self, method: str, path: str, body: JsonObject | None = None, *, retry: bool = True
+    ) -> JsonObject:
+        """Send one request and return its JSON object body.
+
+        Args:
+            method: HTTP method.
+            path: path under the base URL, e.g. ``/v1/search``.
+            body: JSON body, if any.
+            retry: whether a 503 with ``Retry-After`` is retried (per :attr:`retry`).
+
+        Raises:
+            ServiceError: a non-2xx answer (after retries), or a 2xx body that is not a JSON
+                object.
+            httpx.TransportError: the connection failed or timed out.
+        """
+        attempt = 0
+        while True:
+            response = await self._http.request(method, path, json=body)
+            if response.is_success:
+                try:
+                    parsed = response.json()
+                except ValueError:
+                    parsed = None
+                if not isinstance(parsed, dict):
+                    raise ServiceError(
+                        response.status_code,
+                        "bad_response",
+                        f"expected a JSON object, got {response.text[:200]!r}",
+                        response.headers.get("x-request-id"),
+                        method,
+                        str(response.request.url),
+                    )
+                return parsed
+            wait = retry_after_seconds(response.headers.get("retry-after"))
+            if (
+                retry
+                and response.status_code == 503
+                and wait is not None
+                and attempt < self.retry.max_retries
+            ):
+                attempt += 1
+                wait = min(wait, self.retry.max_wait_s)
+                logger.debug("%s %s -> 503; retry %d in %.2fs", method, path, attempt, wait)
+                await asyncio.sleep(wait)
+                continue
+            raise _service_error(response)
+
+    async def readyz(self) -> bool:
+        """Whether ``GET /readyz`` answers 200 now (connection errors count as not ready)."""
+        try:
+            response = await self._http.get("/readyz")
+        except httpx.TransportError:
+            return False
+        return response.status_code == 200
+
+    async def wait_ready(self, timeout_s: float = 120.0, interval_s: float = 0.5) -> None:
+        """Poll ``GET /readyz`` until it answers 200.
+
+        Raises:
+            ServiceNotReadyError: not ready after ``timeout_s`` seconds.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if await self.readyz():
+                return
+            if time.monotonic() >= deadline:
+                raise ServiceNotReadyError(
+                    f"{self.base_url}/readyz did not answer 200 within {timeout_s:.0f}s"
+                )
+            await asyncio.sleep(interval_s)
+
+    async def collections(self) -> list[JsonObject]:
+        """``GET /v1/collections``: one object per loaded collection (name, count, ...)."""
+        body = await self.request_json("GET", "/v1/collections")
+        return list(body.get("collections", []))
+
+    async def variants(self) -> list[JsonObject]:
+        """``GET /v1/variants``: one object per loaded encoder variant."""
+        body = await self.request_json("GET", "/v1/variants")
+        return list(body.get("variants", []))
+
+    async def search(
+        self,
+        query: JsonObject,
+        collection: str,
+        k: int,
+        *,
+        exclude: Sequence[str] | None = None,
+        variant: str | None = None,
+        retry: bool = True,
+        include_metadata: bool = True,
+    ) -> SearchResponse:
+        """``POST /v1/search``.
+
+        Args:
+            query: a query side (:mod:`benchmarks.drivers.query_sides`).
+            collection: the target collection (``"captions"``, ``"images"``).
+            k: number of results (1..the service's ``max_k``).
+            exclude: ids removed from the ranking.
+            variant: encoder variant; the service default when ``None``.
+            retry: whether 503 + ``Retry-After`` is retried.
+            include_metadata: ask for each hit's metadata; evaluation replays turn it off since
+                they need ids and scores only (a k=1000 answer shrinks several-fold).
+        """
+        body: JsonObject = {"query": query, "collection": collection, "k": k}
+        if not include_metadata:
+            body["include_metadata"] = False
+        if exclude:
+            body["exclude"] = list(exclude)
+        if variant is not None:
+            body["variant"] = variant
+        answer = await self.request_json("POST", "/v1/search", body, retry=retry)
+        results = answer.get("results", [])
+        return SearchResponse(
+            ids=[str(result["id"]) for result in results],
+            scores=[float(result["score"]) for result in results],
+            variant=answer.get("variant"),
+            bundle_version=answer.get("bundle_version"),
+            timings_ms=answer.get("timings_ms") or {},
+        )
+
+    async def score(
+        self, pairs: Sequence[tuple[JsonObject, JsonObject]], *, variant: str | None = None
+    ) -> ScoreResponse:
+        """``POST /v1/score`` for ``(left, right)`` pair sides (≤ the service's
+        ``max_score_pairs`` per call).
+
+        Raises:
+            ServiceError: as :meth:`request_json`, or the answer's score count is wrong.
+        """
+        body: JsonObject = {"pairs": [{"left": left, "right": right} for left, right in pairs]}
+        if variant is not None:
+            body["variant"] = variant
+        answer = await self.request_json("POST", "/v1/score", body)
+        scores = [float(value) for value in answer.get("scores", [])]
+        if len(scores) != len(pairs):
+            raise ServiceError(
+                200,
+                "bad_response",
+                f"asked for {len(pairs)} scores, got {len(scores)}",
+                None,
+                "POST",
+                f"{self.base_url}/v1/score",
+            )
+        return ScoreResponse(
+            scores=scores,
+            variant=answer.get("variant"),
+            bundle_version=answer.get("bundle_version"),
+        )
+
+
+FAILURES_LOGGED = 3
+"""Failed requests of one closed-loop level logged (as warnings) before the rest are counted
+silently."""
+
+
+class _Failures:
+    """The count of one level's failed requests, shared by its senders, for logging."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def log(self, index: int, error: Exception) -> None:
+        self.count += 1
+        if self.count <= FAILURES_LOGGED:
+            logger.warning("request %d failed: %s", index, error)
+
+
+class ClientSender:
+    """A :class:`~benchmarks.drivers.sender.Sender` over a :class:`CrisscrossClient` call.
+
+    ``call(index)`` makes one API request (e.g. a search with ``retry=False``) and decodes its
+    answer in full. A 2xx answer is reported as status 200; a non-2xx answer as its status
+    (:class:`ServiceError`); a 2xx body that cannot be decoded, and an httpx transport error,
+    as :class:`~benchmarks.drivers.sender.TransportFailure` (``protocol``, ``timeout``,
+    ``connect``, ``connection``). Make the senders of one level with :func:`client_senders`.
+    """
+
+    def __init__(self, call: Callable[[int], Awaitable[object]], failures: _Failures) -> None:
+        self._call = call
+        self._failures = failures
+
+    async def send(self, index: int) -> int:
+        """Make call ``index``; its HTTP status (200 for any 2xx answer)."""
+        try:
+            await self._call(index)
+        except ServiceError as error:
+            self._failures.log(index, error)
+            if 200 <= error.status < 300:
+                raise TransportFailure("protocol", str(error)) from error
+            return error.status
+        except httpx.HTTPError as error:
+            self._failures.log(index, error)
+            raise TransportFailure(_failure_kind(error), str(error)) from error
+        return 200
+
+    async def aclose(self) -> None:
+        """Nothing to close: the client belongs to the caller."""
+
+
+def client_senders(call: Callable[[int], Awaitable[object]], count: int) -> list[ClientSender]:
+    """``count`` senders of one level over the same call (one shared client); the first
+    :data:`FAILURES_LOGGED` failures among them are logged."""
+    failures = _Failures()
+    return [ClientSender(call, failures) for _ in range(count)]
+
+
+def _failure_kind(error: httpx.HTTPError) -> str:
+    if isinstance(error, httpx.TimeoutException):
+        return "timeout"
+    if isinstance(error, httpx.ConnectError):
+        return "connect"
+    if isinstance(error, httpx.TransportError):
+        return "connection"
+    return "protocol"

@@ -1,0 +1,312 @@
+"""Query replay: send a task's queries and pairs to the live service, several in flight.
+
+The replay keeps only what the metrics need — each query's first-positive rank per task, each
+pair's score and, when asked, each query's first few result ids (``keep_top``, e.g. 15) — never
+the full result lists (18k queries × 1,000 ids would not fit comfortably). Requests run
+through a fixed pool of asyncio workers sharing one client; results keep the input order. It
+also records which variants and bundle versions answered, and counts answers that break the
+API's promises (the excluded query returned; scores out of order).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from tqdm import tqdm
+
+from benchmarks.data.ground_truth import RetrievalTask
+from benchmarks.data.task_groups import first_ranks_of, group_queries
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
+from benchmarks.drivers.query_sides import ImageFile, PairSide, resolve_side
+
+logger = logging.getLogger(__name__)
+
+ItemT = TypeVar("ItemT")
+ResultT = TypeVar("ResultT")
+
+
+async def map_bounded(
+    items: Sequence[ItemT],
+    call: Callable[[ItemT], Awaitable[ResultT]],
+    concurrency: int,
+    on_done: Callable[[], object] | None = None,
+) -> list[ResultT]:
+    """Await ``call(item)`` for every item with at most ``concurrency`` in flight.
+
+    Args:
+        items: the inputs.
+        call: the coroutine function applied to each input.
+        concurrency: most calls in flight.
+        on_done: called after each finished call (e.g. to advance a progress bar).
+
+    Returns:
+        The results in input order. The first exception cancels the remaining work and
+        propagates (inside an ``ExceptionGroup`` unwrapped to the first error).
+    """
+    if concurrency < 1:
+        raise ValueError("concurrency must be at least 1")
+    results: list[ResultT | None] = [None] * len(items)
+    next_index = iter(range(len(items)))
+
+    async def worker() -> None:
+        for index in next_index:
+            results[index] = await call(items[index])
+            if on_done is not None:
+                on_done()
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(concurrency, max(1, len(items)))):
+                group.create_task(worker())
+    except ExceptionGroup as errors:
+        raise errors.exceptions[0] from errors
+    return results  # type: ignore[return-value]  # every slot was filled
+
+
+@dataclass
+class ServedBy:
+    """Which encoder variants and bundle versions answered a replay's requests."""
+
+    variants: set[str] = field(default_factory=set)
+    bundle_versions: set[str] = field(default_factory=set)
+
+    def add(self, variant: str | None, bundle_version: str | None) -> None:
+        """Record one answer's variant and bundle version (``None`` is ignored)."""
+        if variant is not None:
+            self.variants.add(variant)
+        if bundle_version is not None:
+            self.bundle_versions.add(bundle_version)
+
+    def merge(self, other: ServedBy) -> None:
+        """Add everything ``other`` recorded."""
+        self.variants |= other.variants
+        self.bundle_versions |= other.bundle_versions
+
+
+@dataclass
+class RetrievalReplay:
+    """What a retrieval replay returns.
+
+    Attributes:
+        first_ranks: task name → per query (in the task's query order) the 1-based rank of its
+            first positive in the top ``k``, or ``None`` when beyond ``k``.
+        served_by: the variants and bundle versions that answered.
+        exclude_violations: answers that contained the excluded query id.
+        order_violations: answers whose scores were not in non-increasing order.
+        top_ids: query id → its first ``keep_top`` result ids in the service's order (empty
+            unless ``keep_top`` was asked for): what R (eq. 1), NCS, SR and the false-negative
+            view read.
+    """
+
+    first_ranks: dict[str, list[int | None]]
+    served_by: ServedBy
+    exclude_violations: int = 0
+    order_violations: int = 0
+    top_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+async def replay_retrieval(
+    client: CrisscrossClient,
+    tasks: Sequence[RetrievalTask],
+    query_of: Callable[[str], JsonObject],
+    k: int,
+    *,
+    concurrency: int = 8,
+    variant: str | None = None,
+    show_progress: bool = True,
+    collection: str | None = None,
+    probe_k: int = 100,
+    keep_top: int = 0,
+) -> RetrievalReplay:
+    """Search every query of ``tasks`` and score it against each task's positives.
+
+    Tasks that share queries (t2t and t2t_cocaptions) cost one search per query. All tasks must
+    share the query collection, target collection and ``exclude_query``.
+
+    Each query is first asked for ``probe_k`` results and asked again for ``k`` only when some
+    task's first positive is not among them. The service's order (score descending, then bundle
+    row) makes the top ``probe_k`` a prefix of the top ``k``, so the ranks are those of one
+    search at ``k``; most queries of a useful encoder then cost a tenth of the response bytes.
+
+    Args:
+        client: an open client.
+        tasks: the tasks to evaluate.
+        query_of: query id → the ``query`` object sent (``text_query(...)``, ``item_ref(...)``).
+        k: results asked for per query.
+        concurrency: searches in flight.
+        variant: encoder variant, or the service default.
+        show_progress: draw a tqdm bar on stderr.
+        collection: the service's name of the target collection, when it differs from the
+            tasks' ``target_collection`` (``"captions"`` / ``"images"``).
+        probe_k: results asked for first (clamped to ``k``).
+        keep_top: keep each query's first ``keep_top`` result ids (≤ ``k``; the first request
+            asks for at least that many).
+    """
+    if probe_k < 1:
+        raise ValueError("probe_k must be at least 1")
+    if not tasks:
+        return RetrievalReplay(first_ranks={}, served_by=ServedBy())
+    first = tasks[0]
+    for task in tasks[1:]:
+        if (task.query_collection, task.target_collection, task.exclude_query) != (
+            first.query_collection,
+            first.target_collection,
+            first.exclude_query,
+        ):
+            raise ValueError(f"tasks {first.name} and {task.name} cannot share a replay")
+    queries = group_queries(tasks)
+    served_by = ServedBy()
+    counters = {"exclude": 0, "order": 0, "deepened": 0}
+
+    async def ask_at(query: str, depth: int) -> tuple[dict[str, int | None], tuple[str, ...]]:
+        exclude = [query] if first.exclude_query else None
+        answer = await client.search(
+            query_of(query),
+            collection or first.target_collection,
+            depth,
+            exclude=exclude,
+            variant=variant,
+            include_metadata=False,
+        )
+        served_by.add(answer.variant, answer.bundle_version)
+        if exclude and query in answer.ids:
+            counters["exclude"] += 1
+        if any(later > earlier for earlier, later in pairwise(answer.scores)):
+            counters["order"] += 1
+        return first_ranks_of(tasks, query, answer.ids[:depth]), tuple(answer.ids[:keep_top])
+
+    first_depth = min(max(probe_k, keep_top), k)
+
+    async def ask(query: str) -> tuple[dict[str, int | None], tuple[str, ...]]:
+        ranks, top = await ask_at(query, first_depth)
+        if first_depth < k and any(rank is None for rank in ranks.values()):
+            counters["deepened"] += 1
+            ranks, _ = await ask_at(query, k)
+        return ranks, top
+
+    names = ", ".join(task.name for task in tasks)
+    with tqdm(total=len(queries), desc=f"search ({names})", disable=not show_progress) as bar:
+        answers = await map_bounded(queries, ask, concurrency, lambda: bar.update(1))
+    rank_of = {query: ranks for query, (ranks, _) in zip(queries, answers, strict=True)}
+    logger.info(
+        "%s: %d queries, %d asked again at k=%d", names, len(queries), counters["deepened"], k
+    )
+    if counters["exclude"]:
+        logger.warning("%d answers contained their excluded query id", counters["exclude"])
+    if counters["order"]:
+        logger.warning("%d answers had scores out of order", counters["order"])
+    return RetrievalReplay(
+        first_ranks={
+            task.name: [rank_of[query][task.name] for query in task.queries] for task in tasks
+        },
+        served_by=served_by,
+        exclude_violations=counters["exclude"],
+        order_violations=counters["order"],
+        top_ids=(
+            {query: top for query, (_, top) in zip(queries, answers, strict=True)}
+            if keep_top
+            else {}
+        ),
+    )
+
+
+@dataclass
+class ScoreReplay:
+    """What a score replay returns: one score per pair (input order) and who answered.
+
+    Attributes:
+        scores: float64 ``[len(pairs)]`` in input order.
+        served_by: the variants and bundle versions that answered.
+        uploads: image sides sent as uploads (base64 file bytes).
+        requests: ``POST /v1/score`` requests sent.
+    """
+
+    scores: npt.NDArray[np.float64]
+    served_by: ServedBy
+    uploads: int = 0
+    requests: int = 0
+
+
+def _upload_bytes(side: PairSide) -> int:
+    return side.encoded_size if isinstance(side, ImageFile) else 0
+
+
+def score_batches(
+    pairs: Sequence[tuple[PairSide, PairSide]],
+    batch_size: int,
+    max_uploads: int = 32,
+    max_upload_bytes: int = 900_000,
+) -> list[range]:
+    """Split pairs into ``/v1/score`` requests.
+
+    A request holds at most ``batch_size`` pairs, at most ``max_uploads`` upload sides and at
+    most ``max_upload_bytes`` of base64 image data — except that a single pair is always sent,
+    whatever its size (the service then answers 413 if it is over its limit).
+
+    Returns:
+        Consecutive index ranges covering ``range(len(pairs))``.
+    """
+    if batch_size < 1 or max_uploads < 2 or max_upload_bytes < 1:
+        raise ValueError("need batch_size ≥ 1, max_uploads ≥ 2, max_upload_bytes ≥ 1")
+    batches: list[range] = []
+    start = count = uploads = size = 0
+    for index, (left, right) in enumerate(pairs):
+        pair_uploads = isinstance(left, ImageFile) + isinstance(right, ImageFile)
+        pair_size = _upload_bytes(left) + _upload_bytes(right)
+        full = (
+            count >= batch_size
+            or uploads + pair_uploads > max_uploads
+            or size + pair_size > max_upload_bytes
+        )
+        if count and full:
+            batches.append(range(start, index))
+            start, count, uploads, size = index, 0, 0, 0
+        count += 1
+        uploads += pair_uploads
+        size += pair_size
+    if count:
+        batches.append(range(start, len(pairs)))
+    return batches
+
+
+async def replay_scores(
+    client: CrisscrossClient,
+    pairs: Sequence[tuple[PairSide, PairSide]],
+    *,
+    batch_size: int = 1024,
+    concurrency: int = 4,
+    variant: str | None = None,
+    show_progress: bool = True,
+    max_uploads: int = 32,
+    max_upload_bytes: int = 900_000,
+) -> ScoreReplay:
+    """Score every ``(left, right)`` pair with ``POST /v1/score``.
+
+    Sides are JSON request sides, or :class:`~benchmarks.drivers.query_sides.ImageFile` uploads
+    that are read and base64-encoded only when their request is built. Requests are cut by
+    :func:`score_batches`.
+
+    Returns:
+        ``scores``: float64 ``[len(pairs)]`` in input order, and the request/upload counts.
+    """
+    batches = score_batches(pairs, batch_size, max_uploads, max_upload_bytes)
+    served_by = ServedBy()
+
+    async def ask(batch: range) -> list[float]:
+        body = [(resolve_side(pairs[i][0]), resolve_side(pairs[i][1])) for i in batch]
+        answer = await client.score(body, variant=variant)
+        served_by.add(answer.variant, answer.bundle_version)
+        return answer.scores
+
+    with tqdm(total=len(batches), desc="score pairs", disable=not show_progress) as bar:
+        answers = await map_bounded(batches, ask, concurrency, lambda: bar.update(1))
+    scores = np.array([value for batch in answers for value in batch], dtype=np.float64)
+    uploads = sum(isinstance(side, ImageFile) for pair in pairs for side in pair)
+    return ScoreReplay(scores=scores, served_by=served_by, uploads=uploads, requests=len(batches))

@@ -1,0 +1,175 @@
+"""``compare.md``: the Markdown of a compare run's ``compare.json`` object.
+
+Run facts, the variants (precision, dimension, providers in use, bundle versions), a quality
+table, a cost table, the differences against the baseline, the Pareto sets and what was skipped.
+The keys it reads are :class:`benchmarks.runs.compare.run.CompareReport`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from benchmarks.metrics.pareto import primary_quality, quality_metrics
+from benchmarks.report.markdown import markdown_table
+
+PARETO_PLOT: Final = "compare_pareto.png"
+
+
+def _cell(value: object, digits: int = 1) -> str:
+    if isinstance(value, bool) or value is None:
+        return "–"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def _ratio(value: object, baseline: object) -> str:
+    """``×value/baseline`` with two decimals, or ``–`` when either is missing or zero."""
+    if isinstance(value, int | float) and isinstance(baseline, int | float) and baseline:
+        return f"×{float(value) / float(baseline):.2f}"
+    return "–"
+
+
+def _providers_cell(entry: Mapping[str, Any]) -> str:
+    providers = entry.get("providers")
+    if not isinstance(providers, list):
+        return "unknown"
+    return ", ".join(str(name).removesuffix("ExecutionProvider") for name in providers)
+
+
+def _versions_cell(entry: Mapping[str, Any]) -> str:
+    versions = entry.get("bundle_versions")
+    if isinstance(versions, dict) and versions:
+        return ", ".join(f"{name}@{version}" for name, version in versions.items())
+    return f"{entry.get('bundle')}@{entry.get('bundle_version')}"
+
+
+def render_compare_markdown(report: Mapping[str, Any]) -> str:
+    """The Markdown of a ``compare.json`` object: run facts, variants, quality, cost, Pareto."""
+    variants: list[Mapping[str, Any]] = list(report.get("variants") or [])
+    schedule: Mapping[str, Any] = report.get("latency_schedule") or {}
+    settings: Mapping[str, Any] = report.get("settings") or {}
+    environment: Mapping[str, Any] = report.get("environment") or {}
+    lines = [
+        f"# Crisscross variant comparison — {report.get('dataset')} {report.get('split')}",
+        "",
+        f"- service: `{report.get('service_url')}`; created {report.get('created_at')}",
+        f"- one run, same queries for every variant: tasks {', '.join(settings.get('tasks', []))}"
+        + (
+            f" (first {settings['limit_queries']} queries per retrieval task), "
+            if settings.get("limit_queries")
+            else " (all queries), "
+        )
+        + f"latency k={settings.get('latency_k')} at concurrency "
+        f"{', '.join(str(c) for c in settings.get('concurrency_levels', []))}",
+        f"- latency schedule: {schedule.get('mode')} ({schedule.get('note')}); "
+        f"{schedule.get('rounds')} round(s) of {schedule.get('chunk_requests')} measured "
+        f"requests, {schedule.get('warmup_per_chunk')} warm-up per chunk",
+        f"- client machine: {environment.get('cpu_count')} CPUs, {environment.get('platform')}",
+        "",
+        "## Variants",
+        "",
+    ]
+    lines += markdown_table(
+        ["variant", "precision", "dim", "providers (in use)", "bundle versions"],
+        [
+            [
+                f"`{entry.get('name')}`",
+                _cell(entry.get("precision")),
+                _cell(entry.get("dim")),
+                _providers_cell(entry),
+                _versions_cell(entry),
+            ]
+            for entry in variants
+        ],
+    )
+    metrics = {
+        str(entry.get("name")): quality_metrics(entry.get("tasks") or {}) for entry in variants
+    }
+    names = list(dict.fromkeys(name for values in metrics.values() for name in values))
+    if names:
+        lines += ["", "## Quality (×100; R@K share of queries, ρ Spearman mean)", ""]
+        lines += markdown_table(
+            ["variant", *names],
+            [
+                [f"`{variant}`", *(_cell(values.get(name)) for name in names)]
+                for variant, values in metrics.items()
+            ],
+        )
+    levels = list(
+        dict.fromkeys(level for entry in variants for level in entry.get("latency") or {})
+    )
+    if levels:
+        header = ["variant"]
+        for level in levels:
+            header += [f"{level} p50 ms", f"{level} p99 ms", f"{level} req/s", f"{level} errors"]
+        rows = []
+        for entry in variants:
+            row = [f"`{entry.get('name')}`"]
+            latency = entry.get("latency") or {}
+            for level in levels:
+                values = latency.get(level) or {}
+                row += [
+                    _cell(values.get("p50_ms")),
+                    _cell(values.get("p99_ms")),
+                    _cell(values.get("qps")),
+                    _cell(values.get("errors")),
+                ]
+            rows.append(row)
+        lines += ["", "## Cost (client-side latency, closed loop, warm-up excluded)", ""]
+        lines += markdown_table(header, rows)
+    baseline = str(report.get("baseline"))
+    if len(variants) > 1 and baseline in metrics:
+        lines += ["", f"## Against the baseline `{baseline}`", ""]
+        base_entry = next(entry for entry in variants if entry.get("name") == baseline)
+        rows = []
+        for entry in variants:
+            name = str(entry.get("name"))
+            if name == baseline:
+                continue
+            cells = [f"`{name}`"]
+            for metric in primary_quality(variants):
+                delta = metrics[name][metric] - metrics[baseline][metric]
+                cells.append(f"{delta:+.1f}")
+            for level in levels:
+                mine = (entry.get("latency") or {}).get(level) or {}
+                theirs = (base_entry.get("latency") or {}).get(level) or {}
+                for key in ("p50_ms", "qps"):
+                    cells.append(_ratio(mine.get(key), theirs.get(key)))
+            rows.append(cells)
+        header = ["variant", *(f"Δ {metric}" for metric in primary_quality(variants))]
+        for level in levels:
+            header += [f"{level} p50 ratio", f"{level} req/s ratio"]
+        lines += markdown_table(header, rows)
+    pareto: Mapping[str, list[str]] = report.get("pareto") or {}
+    if pareto:
+        # Keys are "<quality> vs <cost> @<level>": one row per quality and cost, a column per level.
+        rows_of: dict[str, dict[str, list[str]]] = {}
+        for key, front in pareto.items():
+            pair, _, level = key.rpartition(" @")
+            rows_of.setdefault(pair, {})[level] = front
+        pareto_levels = list(dict.fromkeys(level for row in rows_of.values() for level in row))
+        lines += ["", "## Pareto-optimal variants (none other is both better and cheaper)", ""]
+        lines += markdown_table(
+            ["quality vs cost", *pareto_levels],
+            [
+                [
+                    pair,
+                    *(", ".join(f"`{n}`" for n in row.get(level, [])) for level in pareto_levels),
+                ]
+                for pair, row in rows_of.items()
+            ],
+        )
+    skipped = [
+        (str(entry.get("name")), task, str(reason))
+        for entry in variants
+        for task, reason in (entry.get("skipped") or {}).items()
+    ]
+    if skipped:
+        lines += ["", "## Skipped", ""]
+        lines += markdown_table(["variant", "task", "reason"], [list(row) for row in skipped])
+    lines += ["", f"![quality vs cost]({PARETO_PLOT})", ""]
+    return "\n".join(lines)

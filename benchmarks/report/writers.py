@@ -1,0 +1,119 @@
+"""The files each run writes into its ``--out`` folder: its JSON report, its Markdown and its
+PNG plots. Each writer returns output kind → file written (the command line logs them and
+prints the Markdown)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.report.compare_markdown import PARETO_PLOT, render_compare_markdown
+from benchmarks.report.json_file import write_json
+from benchmarks.report.latency_plots import plot_latency, plot_load
+from benchmarks.report.load_markdown import LOAD_LATENCY_PLOT, LOAD_PLOT, render_load_markdown
+from benchmarks.report.pareto_plot import plot_pareto
+from benchmarks.report.quality_markdown import (
+    FALSE_NEGATIVES_PLOT,
+    GRADED_PLOT,
+    LATENCY_PLOT,
+    ORIGINAL_PLOT,
+    RECALL_PLOT,
+    render_quality_markdown,
+)
+from benchmarks.report.quality_plots import (
+    plot_false_negatives,
+    plot_graded_curves,
+    plot_original_vs_cxc,
+    plot_recall_curves,
+)
+from benchmarks.runs.compare.run import CompareRun
+from benchmarks.runs.load.run import LoadRun
+from benchmarks.runs.quality.run import QualityRun
+
+
+def write_quality_outputs(run: QualityRun, out_dir: Path) -> dict[str, Path]:
+    """Write ``report.json``, ``report.md`` and the PNG plots of a quality run into ``out_dir``.
+
+    Returns:
+        Output kind (``json``, ``markdown``, ``recall_plot``, ``original_plot``,
+        ``graded_plot``, ``false_negatives_plot``, ``latency_plot``) → file written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = run.report
+    title = f"{report['dataset']} {report['split']} — {report.get('variant')}"
+    written = {"json": write_json(report, out_dir / "report.json")}
+    if report["recall_curves"]:
+        written["recall_plot"] = plot_recall_curves(
+            report["recall_curves"], out_dir / RECALL_PLOT, f"Recall@K — {title}"
+        )
+    original = plot_original_vs_cxc(
+        report["tasks"], out_dir / ORIGINAL_PLOT, f"CxC vs original pairs — {title}"
+    )
+    if original is not None:
+        written["original_plot"] = original
+    if report.get("graded_curves"):
+        written["graded_plot"] = plot_graded_curves(
+            report.get("graded_curves") or {},
+            report["recall_curves"],
+            out_dir / GRADED_PLOT,
+            f"R@K, R (eq. 1), NCS@K, SR@K — {title}",
+        )
+    if report.get("false_negatives"):
+        images_dir = (report.get("settings") or {}).get("images_dir")
+        written["false_negatives_plot"] = plot_false_negatives(
+            report.get("false_negatives") or {},
+            out_dir / FALSE_NEGATIVES_PLOT,
+            f"False negatives of MS-COCO's labels — {title}",
+            Path(images_dir) if images_dir else None,
+        )
+    if run.latencies_ms:
+        written["latency_plot"] = plot_latency(
+            run.latencies_ms, out_dir / LATENCY_PLOT, f"Latency — {title}"
+        )
+    markdown = out_dir / "report.md"
+    markdown.write_text(render_quality_markdown(report), encoding="utf-8")
+    written["markdown"] = markdown
+    return written
+
+
+def write_load_outputs(run: LoadRun, out_dir: Path) -> dict[str, Path]:
+    """Write ``load.json``, ``load.md``, ``load.png`` (knee and throughput) and
+    ``load_latency.png`` (closed-loop distributions) into ``out_dir``.
+
+    Returns:
+        ``json``, ``markdown``, ``plot``, ``latency_plot`` → file written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = run.report
+    written = {"json": write_json(report, out_dir / "load.json")}
+    markdown = out_dir / "load.md"
+    markdown.write_text(render_load_markdown(report), encoding="utf-8")
+    written["markdown"] = markdown
+    title = f"Crisscross load — {report.get('variant')} / {report.get('bundle_version')}"
+    written["plot"] = plot_load(
+        report["open"], report["closed"], report["saturation_qps"], out_dir / LOAD_PLOT, title
+    )
+    closed_latencies = {key: run.latencies_ms[key] for key in report["closed"]}
+    written["latency_plot"] = plot_latency(
+        closed_latencies, out_dir / LOAD_LATENCY_PLOT, f"{title} (closed loop)"
+    )
+    return written
+
+
+def write_compare_outputs(run: CompareRun, out_dir: Path) -> dict[str, Path]:
+    """Write ``compare.json``, ``compare.md`` and ``compare_pareto.png`` into ``out_dir``.
+
+    Returns:
+        Output kind (``json``, ``markdown``, ``pareto_plot``) → file written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = run.report
+    names = ", ".join(str(entry.get("name")) for entry in report["variants"])
+    title = f"{report['dataset']} {report['split']} — {names}"
+    written = {"json": write_json(report, out_dir / "compare.json")}
+    written["pareto_plot"] = plot_pareto(
+        report, out_dir / PARETO_PLOT, f"Quality vs cost — {title}"
+    )
+    markdown = out_dir / "compare.md"
+    markdown.write_text(render_compare_markdown(report), encoding="utf-8")
+    written["markdown"] = markdown
+    return written

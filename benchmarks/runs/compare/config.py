@@ -1,0 +1,216 @@
+"""Settings of the compare run (``python -m benchmarks compare``), each field its own option."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from benchmarks.data.corpus import DATASETS
+from benchmarks.data.task_plan import QUALITY_TASKS
+from benchmarks.metrics.correlation import DEFAULT_SAMPLES
+from benchmarks.runs.option_types import (
+    at_least_zero,
+    int_list,
+    positive_int,
+    quality_task_list,
+    variant_list,
+)
+from benchmarks.runs.options import (
+    data_option,
+    no_progress_option,
+    option,
+    out_option,
+    ready_timeout_option,
+    url_option,
+)
+from benchmarks.runs.quality.config import QualityRunConfig
+
+DEFAULT_COMPARE_TASKS: Final = ("t2t", "t2t_cocaptions", "sts")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareConfig:
+    """Settings of one comparison run (fields on the command line in ``--help`` order).
+
+    Attributes:
+        url: the service root URL.
+        variants: the variant names to compare (≥ 1, distinct); the first is the baseline of
+            the report's "vs baseline" columns.
+        data_dir: the data folder (``coco-karpathy-captions/``, ``cxc/``, ...).
+        split: the split name in the file names.
+        dataset: ``coco-karpathy`` or ``scenes``.
+        out_dir: where the command line writes the report (not used by the run itself).
+        tasks: quality tasks, a subset of :data:`benchmarks.data.task_plan.QUALITY_TASKS`; the
+            default needs a text tower only.
+        limit_queries: each retrieval task's first N queries only; all when ``None``.
+        k: results per retrieval query.
+        concurrency_levels: closed-loop concurrency levels.
+        latency_requests: measured requests per variant and level (split over the rounds).
+        rounds: latency chunks per variant and level, variants taking turns (1 = back to back).
+        warmup_requests: unrecorded requests before each measured chunk.
+        latency_k: ``k`` of the latency searches.
+        bootstrap_samples: Spearman bootstrap samples.
+        seed: seed of the bootstrap and of the latency query order.
+        ready_timeout_s: how long to wait for ``/readyz``.
+        request_timeout_s: per-request timeout, seconds.
+        show_progress: draw tqdm progress bars on stderr during the quality replays.
+        collection: the caption collection's name (each variant serves its own).
+        images_collection: the image collection's name.
+        probe_k: results asked for first per retrieval query (see :class:`QualityRunConfig`).
+        replay_concurrency: requests in flight during the quality replays.
+        score_batch: pairs per ``POST /v1/score``.
+    """
+
+    url: str = field(metadata=url_option())
+    variants: tuple[str, ...] = field(
+        metadata=option(
+            "--variants",
+            parse=variant_list,
+            required=True,
+            help="comma-separated variant names; the first is the baseline",
+        )
+    )
+    data_dir: Path = field(metadata=data_option())
+    split: str = field(
+        default="val", metadata=option("--split", help="split name in the data file names (val)")
+    )
+    dataset: str = field(
+        default="coco-karpathy", metadata=option("--dataset", choices=DATASETS, help="corpus")
+    )
+    out_dir: Path | None = field(default=None, metadata=out_option("compare.json/.md/.png"))
+    tasks: tuple[str, ...] = field(
+        default=DEFAULT_COMPARE_TASKS,
+        metadata=option(
+            "--tasks",
+            parse=quality_task_list,
+            help=f"quality tasks ({','.join(DEFAULT_COMPARE_TASKS)}: a text tower suffices)",
+        ),
+    )
+    limit_queries: int | None = field(
+        default=None,
+        metadata=option("--limit-queries", parse=positive_int, help="first N queries per task"),
+    )
+    k: int = field(
+        default=1000, metadata=option("--k", parse=positive_int, help="results per query (1000)")
+    )
+    concurrency_levels: tuple[int, ...] = field(
+        default=(1, 8),
+        metadata=option("--concurrency", parse=int_list, help="latency levels (1,8)"),
+    )
+    latency_requests: int = field(
+        default=300,
+        metadata=option(
+            "--latency-requests",
+            parse=positive_int,
+            help="measured requests per variant and level (300)",
+        ),
+    )
+    rounds: int = field(
+        default=3,
+        metadata=option(
+            "--rounds",
+            parse=positive_int,
+            help="latency chunks per variant and level, variants taking turns; 1 = back to back "
+            "(3)",
+        ),
+    )
+    warmup_requests: int = field(
+        default=20,
+        metadata=option(
+            "--warmup",
+            parse=int,
+            convert=at_least_zero,
+            help="warm-up requests per chunk (20)",
+        ),
+    )
+    latency_k: int = field(
+        default=10, metadata=option("--latency-k", parse=positive_int, help="k of latency queries")
+    )
+    bootstrap_samples: int = field(
+        default=DEFAULT_SAMPLES,
+        metadata=option("--bootstrap-samples", parse=positive_int, help="(1000)"),
+    )
+    seed: int = field(
+        default=0, metadata=option("--seed", parse=int, help="bootstrap / query order seed (0)")
+    )
+    ready_timeout_s: float = field(default=120.0, metadata=ready_timeout_option())
+    request_timeout_s: float = field(
+        default=60.0, metadata=option("--timeout", parse=float, help="per-request timeout, s")
+    )
+    show_progress: bool = field(default=True, metadata=no_progress_option())
+    collection: str = "captions"
+    images_collection: str = "images"
+    probe_k: int = 100
+    replay_concurrency: int = 8
+    score_batch: int = 1024
+
+    def __post_init__(self) -> None:
+        if not self.variants:
+            raise ValueError("name at least one variant to compare")
+        if len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"variants repeat: {list(self.variants)}")
+        unknown = sorted(set(self.tasks) - set(QUALITY_TASKS))
+        if unknown:
+            raise ValueError(f"unknown quality task(s) {unknown}; choose from {QUALITY_TASKS}")
+        if not self.concurrency_levels or min(self.concurrency_levels) < 1:
+            raise ValueError("concurrency levels must be positive")
+        if self.rounds < 1 or self.latency_requests < self.rounds:
+            raise ValueError("need rounds ≥ 1 and latency_requests ≥ rounds")
+        if self.warmup_requests < 0:
+            raise ValueError("warmup_requests must be ≥ 0")
+        # The rest is checked by the QualityRunConfig each variant gets.
+        self.quality_config(self.variants[0])
+
+    def quality_config(self, variant: str) -> QualityRunConfig:
+        """The quality run of one variant: this run's tasks and settings, no latency phase."""
+        return QualityRunConfig(
+            url=self.url,
+            data_dir=self.data_dir,
+            split=self.split,
+            dataset=self.dataset,
+            collection=self.collection,
+            images_collection=self.images_collection,
+            tasks=self.tasks,
+            k=self.k,
+            probe_k=self.probe_k,
+            limit_queries=self.limit_queries,
+            replay_concurrency=self.replay_concurrency,
+            score_batch=self.score_batch,
+            bootstrap_samples=self.bootstrap_samples,
+            seed=self.seed,
+            variant=variant,
+            ready_timeout_s=self.ready_timeout_s,
+            request_timeout_s=self.request_timeout_s,
+            show_progress=self.show_progress,
+        )
+
+    def chunk_sizes(self) -> list[int]:
+        """Measured requests of each round's chunk (they add up to ``latency_requests``)."""
+        base, extra = divmod(self.latency_requests, self.rounds)
+        return [base + (1 if index < extra else 0) for index in range(self.rounds)]
+
+    def settings(self) -> dict[str, object]:
+        """``compare.json``'s ``settings``: every setting but the URL, variants, folders and
+        progress bars."""
+        return {
+            "split": self.split,
+            "dataset": self.dataset,
+            "collection": self.collection,
+            "images_collection": self.images_collection,
+            "tasks": list(self.tasks),
+            "k": self.k,
+            "probe_k": self.probe_k,
+            "limit_queries": self.limit_queries,
+            "replay_concurrency": self.replay_concurrency,
+            "score_batch": self.score_batch,
+            "bootstrap_samples": self.bootstrap_samples,
+            "seed": self.seed,
+            "concurrency_levels": list(self.concurrency_levels),
+            "latency_requests": self.latency_requests,
+            "warmup_requests": self.warmup_requests,
+            "latency_k": self.latency_k,
+            "rounds": self.rounds,
+            "ready_timeout_s": self.ready_timeout_s,
+            "request_timeout_s": self.request_timeout_s,
+        }

@@ -1,0 +1,91 @@
+"""The retrieval phase: one search per distinct query of each task group, scored for each task.
+
+``t2t`` / ``t2t_cocaptions`` (caption text → ``captions``, query excluded), ``i2t`` /
+``i2t_original`` (image → ``captions``), ``t2i`` / ``t2i_original`` (caption text → ``images``),
+``i2i`` (image → ``images``, query excluded). An image query is the item reference
+``{"item": {"collection": "images", "id": filename}}`` or, with ``image_queries="upload"``, the
+file's bytes ``{"image": <base64>}``. With ``recall_eq1`` (and for the CIDEr-D metrics) each
+query's first result ids are kept, and R (eq. 1) is added to every task.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from benchmarks.data.ground_truth import RetrievalTask
+from benchmarks.data.task_groups import retrieval_groups
+from benchmarks.drivers.http_client import JsonObject
+from benchmarks.drivers.query_sides import item_ref, text_query, upload_file
+from benchmarks.drivers.replay import replay_retrieval
+from benchmarks.metrics.semantic import CURVE_DEPTH, GRADED_KS, recall_eq1
+from benchmarks.runs.quality.context import QualityContext
+from benchmarks.runs.quality.entries import retrieval_entries
+from benchmarks.runs.quality.graded import direction_of, ground_truth_size
+
+
+def query_builder(context: QualityContext, task: RetrievalTask) -> Callable[[str], JsonObject]:
+    """Query id → the ``query`` object of ``/v1/search`` for the task's query collection:
+    caption text; an image's item reference, or its file's bytes in upload mode."""
+    if task.query_collection == "captions":
+        text_of = {caption.key: caption.text for caption in context.data.captions}
+        return lambda query: text_query(text_of[query])
+    images = context.collection_name("images")
+    images_dir = context.view.images_dir
+    if context.config.image_queries == "upload" and images_dir is not None:
+        return lambda query: upload_file(images_dir / query)
+    return lambda query: item_ref(images, query)
+
+
+def keep_depth(context: QualityContext, group: Sequence[RetrievalTask]) -> int:
+    """Result ids to keep per query: 10 for R (eq. 1); for the CIDEr-D metrics of i2t / t2i
+    also the query's ground truth, which the non-GT variants skip over."""
+    direction = direction_of(group[0])
+    if context.config.cider != "off" and direction is not None:
+        return CURVE_DEPTH + ground_truth_size(context.data, direction)
+    return CURVE_DEPTH if context.config.recall_eq1 else 0
+
+
+async def retrieval_phase(context: QualityContext) -> None:
+    """Every retrieval group: one search per distinct query, scored for each task."""
+    config, results = context.config, context.results
+    for group in retrieval_groups(context.data, context.plan.run, config.limit_queries):
+        started = time.perf_counter()
+        first = group[0]
+        target = context.collection_name(first.target_collection)
+        k = min(config.k, context.view.collections[target])
+        keep_top = min(keep_depth(context, group), k)
+        replay = await replay_retrieval(
+            context.client,
+            group,
+            query_builder(context, first),
+            k,
+            concurrency=config.replay_concurrency,
+            variant=config.variant,
+            show_progress=config.show_progress,
+            collection=target,
+            probe_k=config.probe_k,
+            keep_top=keep_top,
+        )
+        results.served_by.merge(replay.served_by)
+        results.checks["exclude_violations"] += replay.exclude_violations
+        results.checks["order_violations"] += replay.order_violations
+        entries, curves = retrieval_entries(group, replay.first_ranks, k)
+        if config.recall_eq1:
+            for task in group:
+                ranked = [replay.top_ids[query] for query in task.queries]
+                wanted = [task.positives[query] for query in task.queries]
+                entries[task.name].update(
+                    {
+                        f"R_eq1@{cut}": value
+                        for cut, value in recall_eq1(ranked, wanted, GRADED_KS).items()
+                    }
+                )
+                depth = range(1, min(CURVE_DEPTH, k) + 1)
+                curve = recall_eq1(ranked, wanted, depth)
+                results.graded_curves.setdefault(task.name, {})["R_eq1"] = list(curve.values())
+        if keep_top:
+            results.top_ids.append((group, replay.top_ids))
+        results.tasks.update(entries)
+        results.curves.update(curves)
+        results.durations_s[f"retrieval_{first.name}"] = time.perf_counter() - started

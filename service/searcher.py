@@ -1,0 +1,348 @@
+"""The search core: one path from a query side to ranked hits, for every kind of side.
+
+A side is a text, an image, a stored item or the client's own vector (:data:`QuerySide`; the
+HTTP layer turns the wire's ``{"text": ...}`` and friends into one). Every search takes the same
+steps: resolve the variant and collection (:meth:`Searcher.target`, which also checks the
+variant has the tower the side needs), get the side's vector, then search the collection with
+the tie rule (:func:`service.knn.nearest`). A text or an image is embedded through its tower's
+batcher, and the search then runs on the batcher's worker thread right after the batch (its
+follow-up: one trip off the event loop instead of two); an item's stored vector or a client's
+vector is searched on a worker thread. Scores and embeddings use the same steps without the
+search.
+
+Each stage adds its time to the request's context (for the ``x-timing-*`` headers, the access
+log and ``timings_ms``) and to the stage histograms. Errors are domain errors
+(:mod:`service.exceptions`); the HTTP layer maps them to statuses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import cast
+
+import numpy as np
+from PIL.Image import Image
+from starlette.concurrency import run_in_threadpool
+
+from encoders.image_decode import ImageLimits
+from encoders.variant import Tower
+from service.batcher import EncodeResult, FollowUp
+from service.catalog import Catalog, ServedCollection, ServedVariant
+from service.exceptions import ImageRefusedError, InvalidQueryError
+from service.images import ImagePayload, decode_payload, payload_bytes
+from service.knn import SearchHit, nearest
+from service.metrics import ServiceMetrics
+from service.request_context import RequestContext
+
+
+@dataclass(frozen=True)
+class TextSide:
+    """A text, embedded by the variant's text tower; ``where`` names it in errors."""
+
+    text: str
+    where: str
+
+
+@dataclass(frozen=True)
+class ImageSide:
+    """An image file (base64 text or bytes), embedded by the variant's image tower."""
+
+    payload: ImagePayload
+
+
+@dataclass(frozen=True)
+class ItemSide:
+    """A stored item: its bundle vector, from either collection of the variant."""
+
+    collection: str
+    item_id: str
+
+
+@dataclass(frozen=True)
+class VectorSide:
+    """The client's own embedding in the variant's space (normalised before use)."""
+
+    values: Sequence[float]
+    where: str
+
+
+QuerySide = TextSide | ImageSide | ItemSide | VectorSide
+
+
+def tower_of(side: QuerySide) -> Tower | None:
+    """The tower that embeds ``side``: ``text``, ``image``, or None for an item or a vector."""
+    if isinstance(side, TextSide):
+        return "text"
+    if isinstance(side, ImageSide):
+        return "image"
+    return None
+
+
+def where_of(side: QuerySide, default: str) -> str:
+    """Where ``side`` sits in the request, for error messages."""
+    if isinstance(side, ImageSide):
+        return side.payload.where
+    if isinstance(side, TextSide | VectorSide):
+        return side.where
+    return default
+
+
+def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np.ndarray:
+    """A client's own embedding (finite numbers: the HTTP schema refuses others) as a float32
+    ``[dim]`` unit vector.
+
+    Raises :class:`InvalidQueryError` when it has not exactly ``dim`` numbers or has zero norm
+    (nothing to compare by angle). The norm is taken after scaling by the largest magnitude,
+    so huge (1e300) or tiny (1e-320) values neither overflow nor underflow.
+    """
+    if len(values) != dim:
+        raise InvalidQueryError(
+            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}"
+        )
+    vector = np.asarray(values, dtype=np.float64)
+    scale = float(np.abs(vector).max(initial=0.0))
+    if not np.isfinite(scale):
+        raise InvalidQueryError(f"{where}: every number must be finite")
+    if scale == 0.0:
+        raise InvalidQueryError(f"{where}: the vector has zero norm; it has no direction")
+    scaled = vector / scale
+    unit: np.ndarray = (scaled / np.linalg.norm(scaled)).astype(np.float32)
+    return unit
+
+
+class Searcher:
+    """Searches, scores and embeds for one app, timing each stage.
+
+    ``image_limits`` bound every decoded image; ``faiss_threads`` > 0 caps faiss's OpenMP
+    threads on the threads that search (0: faiss's default).
+    """
+
+    def __init__(
+        self, metrics: ServiceMetrics, image_limits: ImageLimits, faiss_threads: int
+    ) -> None:
+        self._metrics = metrics
+        self._image_limits = image_limits
+        self._faiss_threads = faiss_threads
+
+    # -- search -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def target(
+        catalog: Catalog,
+        variant_name: str | None,
+        collection: str,
+        tower: Tower | None,
+        where: str,
+    ) -> tuple[ServedVariant, ServedCollection]:
+        """The variant and collection a search names: :class:`NotFoundError` for unknown ones,
+        :class:`InvalidQueryError` when the variant lacks ``tower`` (None: an item or a vector,
+        which need none). ``where`` names the side in that message."""
+        variant = catalog.resolve_variant(variant_name)
+        served = catalog.collection(variant, collection)
+        if tower is not None:
+            catalog.require_tower(variant, tower, where)
+        return variant, served
+
+    async def search(
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        variant: ServedVariant,
+        served: ServedCollection,
+        side: QuerySide,
+        k: int,
+        exclude: Collection[str],
+    ) -> list[SearchHit]:
+        """The ``k`` best hits of ``served`` for ``side`` (see :func:`service.knn.nearest` for
+        the tie rule, exclusion and clamping). ``variant`` and ``served`` come from
+        :meth:`target`. Raises :class:`NotFoundError` for an unknown item,
+        :class:`InvalidQueryError` for a bad vector or an input without a finite embedding,
+        :class:`ImageRefusedError`, :class:`OverloadedError` or :class:`ShuttingDownError` as
+        the batchers do."""
+        find = partial(nearest, served, k=k, exclude=exclude, faiss_threads=self._faiss_threads)
+        if isinstance(side, TextSide):
+            result = await self._encode(context, variant, "text", [side.text], follow_up=find)
+        elif isinstance(side, ImageSide):
+            result = await self._embed_images(context, variant, [side.payload], follow_up=find)
+        else:
+            vector = self._given_vector(catalog, variant, side)
+            started = time.perf_counter()
+            try:
+                return await run_in_threadpool(find, vector)
+            finally:
+                self._record_search(context, served, time.perf_counter() - started)
+        self._record_search(context, served, result.follow_up_s)
+        return cast("list[SearchHit]", result.follow_up)
+
+    # -- score and embed --------------------------------------------------------------------------
+
+    async def vectors(
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        variant: ServedVariant,
+        sides: Sequence[QuerySide],
+    ) -> tuple[np.ndarray, set[str]]:
+        """The vector of each side, float32 ``[len(sides), dim]``, and the bundle versions whose
+        stored vectors were used.
+
+        Towers are checked and stored items and client vectors looked up before anything is
+        decoded or encoded; each distinct image (same payload) is then decoded and embedded
+        once, images before texts, and each distinct text encoded once (CxC pairs reuse the
+        same captions heavily)."""
+        for side in sides:
+            tower = tower_of(side)
+            if tower is not None:
+                catalog.require_tower(variant, tower, where_of(side, ""))
+        started = time.perf_counter()
+        versions: set[str] = set()
+        given: dict[int, np.ndarray] = {}
+        for index, side in enumerate(sides):
+            if isinstance(side, ItemSide | VectorSide):
+                given[index] = self._given_vector(catalog, variant, side, versions)
+        context.add_search_ms((time.perf_counter() - started) * 1000.0)
+
+        first_payload: dict[str | bytes, ImagePayload] = {}
+        for side in sides:
+            if isinstance(side, ImageSide):
+                first_payload.setdefault(side.payload.data, side.payload)
+        image_slot = {data: slot for slot, data in enumerate(first_payload)}
+        image_vectors = await self.embed_images(context, variant, list(first_payload.values()))
+        texts = list(dict.fromkeys(side.text for side in sides if isinstance(side, TextSide)))
+        text_slot = {text: slot for slot, text in enumerate(texts)}
+        text_vectors = await self.embed_texts(context, variant, texts)
+
+        def vector_of(index: int, side: QuerySide) -> np.ndarray:
+            if isinstance(side, TextSide):
+                row: np.ndarray = text_vectors[text_slot[side.text]]
+            elif isinstance(side, ImageSide):
+                row = image_vectors[image_slot[side.payload.data]]
+            else:
+                row = given[index]
+            return row
+
+        rows = [vector_of(index, side) for index, side in enumerate(sides)]
+        return np.stack(rows).astype(np.float32, copy=False), versions
+
+    async def embed_texts(
+        self, context: RequestContext, variant: ServedVariant, texts: Sequence[str]
+    ) -> np.ndarray:
+        """Embed ``texts`` through the variant's text batcher (micro-batched with concurrent
+        requests): float32 ``[len(texts), dim]``, L2-normalised."""
+        if not texts:
+            return np.empty((0, variant.dim), dtype=np.float32)
+        result = await self._encode(context, variant, "text", texts)
+        return result.rows
+
+    async def embed_images(
+        self, context: RequestContext, variant: ServedVariant, payloads: Sequence[ImagePayload]
+    ) -> np.ndarray:
+        """Decode and embed ``payloads`` in order: float32 ``[len(payloads), dim]``.
+
+        Every base64 payload is decoded first, so malformed base64 anywhere is refused before
+        any image is decoded. Images are then decoded one by one and encoded in groups holding
+        at least ``max_pixels`` decoded pixels (the last group may hold fewer): a request of
+        ordinary images is one group — every image decoded, and every bad one refused, before
+        the encoder runs — while a request of huge images never holds more than about two
+        maximal images' pixels (3 bytes each) at once, however many it sends.
+        """
+        if not payloads:
+            return np.empty((0, variant.dim), dtype=np.float32)
+        return (await self._embed_images(context, variant, payloads)).rows
+
+    # -- stages -----------------------------------------------------------------------------------
+
+    def _given_vector(
+        self,
+        catalog: Catalog,
+        variant: ServedVariant,
+        side: QuerySide,
+        versions: set[str] | None = None,
+    ) -> np.ndarray:
+        """The vector of an item side (its stored vector) or a vector side (normalised)."""
+        if isinstance(side, ItemSide):
+            served = catalog.collection(variant, side.collection)
+            if versions is not None:
+                versions.add(served.bundle_version)
+            return catalog.stored_vector(served, catalog.row_of(served, side.item_id))
+        assert isinstance(side, VectorSide)
+        return normalised_query_vector(side.values, variant.dim, side.where)
+
+    async def _encode(
+        self,
+        context: RequestContext,
+        variant: ServedVariant,
+        tower: Tower,
+        inputs: Sequence[object],
+        follow_up: FollowUp | None = None,
+    ) -> EncodeResult:
+        result = await variant.batcher(tower).submit(inputs, context.deadline_s, follow_up)
+        context.add_queue_ms(result.queue_s * 1000.0)
+        context.add_encode_ms(result.encode_s * 1000.0)
+        return result
+
+    async def _embed_images(
+        self,
+        context: RequestContext,
+        variant: ServedVariant,
+        payloads: Sequence[ImagePayload],
+        follow_up: FollowUp | None = None,
+    ) -> EncodeResult:
+        """Decode and encode ``payloads`` (see :meth:`embed_images`); the result's rows are all
+        the images' rows. A ``follow_up`` (single payload only) runs on them on the batcher's
+        thread."""
+        assert follow_up is None or len(payloads) == 1
+        decode_s = 0.0
+        results: list[EncodeResult] = []
+        try:
+            started = time.perf_counter()
+            try:
+                blobs = await run_in_threadpool(_all_bytes, payloads)
+            finally:
+                decode_s += time.perf_counter() - started
+            group: list[Image] = []
+            group_pixels = 0
+            for payload, blob in zip(payloads, blobs, strict=True):
+                started = time.perf_counter()
+                try:
+                    image = await run_in_threadpool(
+                        decode_payload, payload.where, blob, self._image_limits
+                    )
+                finally:
+                    decode_s += time.perf_counter() - started
+                group.append(image)
+                group_pixels += image.width * image.height
+                if group_pixels >= self._image_limits.max_pixels:
+                    results.append(await self._encode(context, variant, "image", group, follow_up))
+                    group, group_pixels = [], 0
+            if group:
+                results.append(await self._encode(context, variant, "image", group, follow_up))
+        except ImageRefusedError as error:
+            self._metrics.images_refused.labels(error.reason).inc()
+            raise
+        finally:
+            context.add_decode_ms(decode_s * 1000.0)
+            self._metrics.image_decode_seconds.observe(decode_s)
+        if len(results) == 1:
+            return results[0]
+        rows = np.concatenate([result.rows for result in results]).astype(np.float32, copy=False)
+        return EncodeResult(
+            rows,
+            queue_s=sum(result.queue_s for result in results),
+            encode_s=sum(result.encode_s for result in results),
+            batch_inputs=len(payloads),
+            batch_requests=1,
+        )
+
+    def _record_search(
+        self, context: RequestContext, served: ServedCollection, seconds: float
+    ) -> None:
+        context.add_search_ms(seconds * 1000.0)
+        self._metrics.search_seconds.labels(served.variant, served.name).observe(seconds)
+
+
+def _all_bytes(payloads: Sequence[ImagePayload]) -> list[bytes]:
+    return [payload_bytes(payload) for payload in payloads]

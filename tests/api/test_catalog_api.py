@@ -1,0 +1,115 @@
+"""GET /v1/items/{collection}/{id}, /v1/variants, /v1/collections."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+from fastapi.testclient import TestClient
+
+import service.loading
+from service.app import create_app
+from service.index_placement import place_index
+from service.settings import Settings
+from tests.fakes.fake_bundles import CAPTIONS, CLIP_VARIANT, PIXELS_VARIANT, caption_id
+from tests.fakes.fake_encoders import (
+    FAKE_DIM,
+    FAKE_FINGERPRINT,
+    FAKE_VARIANT,
+    FakeTextEncoder,
+    fake_factory,
+)
+from tests.fakes.fake_faiss import FakeGpuFaiss
+from tests.fakes.service_app import Multimodal, wait_ready
+
+
+def test_item_with_colons_in_its_id(client: TestClient) -> None:
+    response = client.get(f"/v1/items/captions/{caption_id(3)}")
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "collection": "captions",
+        "id": caption_id(3),
+        "row": 3,
+        "metadata": {
+            "text": CAPTIONS[3],
+            "image_id": 43,
+            "filename": "COCO_val2014_000000000043.jpg",
+            "sentid": 1003,
+        },
+    }
+
+
+def test_item_id_may_be_percent_encoded(client: TestClient) -> None:
+    response = client.get("/v1/items/captions/COCO_val2014%3Asentid%3A1005")
+    assert response.status_code == 200
+    assert response.json()["row"] == 5
+
+
+def test_item_with_named_variant(client: TestClient) -> None:
+    response = client.get(f"/v1/items/captions/{caption_id(0)}", params={"variant": FAKE_VARIANT})
+    assert response.status_code == 200
+
+
+def test_variants(client: TestClient) -> None:
+    response = client.get("/v1/variants")
+    assert response.status_code == 200
+    assert response.json() == {
+        "variants": [
+            {
+                "name": FAKE_VARIANT,
+                "dim": FAKE_DIM,
+                "precision": "fp32",
+                "towers": ["text"],
+                "providers": ["CPUExecutionProvider"],
+                "tower_providers": {"text": ["CPUExecutionProvider"]},
+                "fingerprint": FAKE_FINGERPRINT,
+                "bundle_versions": {"coco-captions": "20260101T000000Z"},
+                "max_tokens": 128,
+                "image_size": None,
+                "default": True,
+            }
+        ]
+    }
+
+
+def test_collections(client: TestClient) -> None:
+    response = client.get("/v1/collections")
+    assert response.status_code == 200
+    assert response.json() == {
+        "collections": [
+            {
+                "name": "captions",
+                "count": len(CAPTIONS),
+                "dim": FAKE_DIM,
+                "variant": FAKE_VARIANT,
+                "bundle": "coco-captions",
+                "bundle_version": "20260101T000000Z",
+                "factory": "Flat",
+                "metric": "ip",
+                "index_device": "cpu",
+            }
+        ]
+    }
+
+
+def test_each_variant_reports_the_bundle_versions_it_serves(multimodal: Multimodal) -> None:
+    variants = multimodal.client.get("/v1/variants").json()["variants"]
+    assert {v["name"]: v["bundle_versions"] for v in variants} == {
+        CLIP_VARIANT: {"coco-clip": "20260101T000000Z"},
+        FAKE_VARIANT: {"coco-captions": "20260101T000000Z"},
+        PIXELS_VARIANT: {"coco-pixels": "20260101T000000Z"},
+    }
+
+
+def test_collections_route_reports_the_device(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A faiss GPU build with one visible GPU (a fake: no GPU here) behind the loader's placement.
+    gpu = FakeGpuFaiss(1)
+    monkeypatch.setattr(service.loading, "place_index", functools.partial(place_index, module=gpu))
+    app = create_app(settings, encoder_factory=fake_factory(FakeTextEncoder()))
+    with TestClient(app) as client:
+        wait_ready(client)
+        (entry,) = client.get("/v1/collections").json()["collections"]
+    assert entry["index_device"] == "gpu"
+    assert len(gpu.clones) == 1

@@ -1,0 +1,111 @@
+"""The schemathesis CLI with every check against a live service finds nothing: requests the
+OpenAPI document allows are served (or refused only for what the document says: 401/403/404),
+requests it forbids are refused, every answer matches the document — with no keys configured
+and with read and admin keys.
+
+The service is real: uvicorn, the committed two-tower scenes dual encoder (models/), a bundle
+of a small generated scenes corpus. ``tests/contract/schemathesis_hooks.py`` teaches the fuzzer
+the document's image format; ``schemathesis.toml`` gives it the key schemes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from index_builder.__main__ import main as index_main
+from scenes.generate import GenerationConfig, generate_scenes
+from tests.conftest import REPO_ROOT
+from tests.e2e.conftest import LiveService, start_service, stop_service
+
+pytestmark = [pytest.mark.e2e]
+
+MODEL = REPO_ROOT / "models" / "scenes-dual-encoder"
+CONTRACT_DIR = Path(__file__).resolve().parent
+READ_KEY = "contract-read-key-0123456789"
+ADMIN_KEY = "contract-admin-key-0123456789"
+SEED = "1"
+MAX_EXAMPLES = "30"
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """(variants root, bundles root, work folder): the committed model and a bundle of 12
+    generated scenes (captions and pixels)."""
+    root = tmp_path_factory.mktemp("contract")
+    corpus = root / "scenes"
+    generate_scenes(
+        GenerationConfig(
+            out=corpus,
+            seed=3,
+            sizes={"train": 0, "val": 12, "test": 0},
+            workers=1,
+            judgment_splits=("val",),
+            progress=False,
+        )
+    )
+    variants_root, bundles_root = root / "variants", root / "bundles"
+    variants_root.mkdir()
+    variant_dir = variants_root / MODEL.name
+    shutil.copytree(MODEL, variant_dir)
+    build = ["build", "--variant", str(variant_dir), "--name", "scenes"]
+    build += ["--captions", str(corpus / "coco-karpathy-captions" / "captions_val.csv")]
+    build += ["--images-dir", str(corpus / "images" / "val"), "--bundles-root", str(bundles_root)]
+    assert index_main([*build, "--providers", "cpu", "--no-progress"]) == 0
+    return variants_root, bundles_root, root
+
+
+@pytest.fixture
+def open_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
+    variants_root, bundles_root, root = roots
+    service = start_service(variants_root, bundles_root, root / "open.log")
+    yield service
+    assert stop_service(service) == 0, service.log()
+
+
+@pytest.fixture
+def keyed_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
+    variants_root, bundles_root, root = roots
+    keys = {
+        "CRISSCROSS_READ_KEYS": READ_KEY,
+        "CRISSCROSS_ADMIN_KEYS": ADMIN_KEY,
+        "CRISSCROSS_ADMIN_RELOAD": "true",
+    }
+    service = start_service(variants_root, bundles_root, root / "keyed.log", keys)
+    yield service
+    assert stop_service(service) == 0, service.log()
+
+
+def run_schemathesis(service: LiveService, key: str | None) -> subprocess.CompletedProcess[str]:
+    """``schemathesis run <url>/openapi.json --checks all`` with a fixed seed, as `make
+    contract` runs it; ``key`` fills both key schemes."""
+    executable = Path(sys.executable).with_name("schemathesis")
+    command = [str(executable), "--config-file", str(CONTRACT_DIR / "schemathesis.toml"), "run"]
+    command += [f"{service.url}/openapi.json", "--checks", "all", "--seed", SEED]
+    command += ["--max-examples", MAX_EXAMPLES, "--workers", "1"]
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": "tests.contract.schemathesis_hooks",
+        "CRISSCROSS_CONTRACT_KEY": key or "",
+        "PYTHONPATH": str(REPO_ROOT),
+    }
+    return subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+def test_schemathesis_finds_nothing_without_keys(open_service: LiveService) -> None:
+    result = run_schemathesis(open_service, None)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert "No issues found" in result.stdout or "passed" in result.stdout, result.stdout[-3000:]
+
+
+def test_schemathesis_finds_nothing_with_keys(keyed_service: LiveService) -> None:
+    result = run_schemathesis(keyed_service, ADMIN_KEY)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
