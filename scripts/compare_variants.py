@@ -1,8 +1,9 @@
 """Compare trained dual-encoder variants on one split, in one run, through the harness's metrics.
 
 Each variant's ONNX towers embed the split's captions and images once; the harness's in-memory
-path (``benchmarks.in_memory.evaluate_with_scorer``, the same metric code a live run uses) then
-scores every CxC task and BISON. Prints one Markdown table and writes it with the JSON.
+path (``benchmarks.runs.quality.in_memory.evaluate_with_scorer``, the same metric code a live
+run uses) then scores every CxC task and BISON. Prints one Markdown table and writes it with the
+JSON.
 
     .venv/bin/python scripts/compare_variants.py --data artifacts/data/scenes --split test \
         --variant models/scenes-dual-encoder --variant /tmp/trained/i2t --out reports/compare
@@ -19,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.corpus import load_cxc_data
-from benchmarks.in_memory import ScoreFn, Side, evaluate_with_scorer
+from benchmarks.data.corpus import load_cxc_data
+from benchmarks.runs.quality.in_memory import ScoreFn, Side, evaluate_with_scorer
 from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder

@@ -158,17 +158,6 @@ class ServedCollection:
         return self.collection.name
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One search result: ``rank`` is 1-based, ``score`` the inner product (cosine)."""
-
-    rank: int
-    row: int
-    item_id: str
-    score: float
-    metadata: Mapping[str, object]
-
-
 class Catalog:
     """Loaded variants and collections, keyed by ``(variant, collection)``."""
 

@@ -8,7 +8,7 @@ ties are common, not theoretical.
 
 faiss answers a non-finite query with garbage rows rather than an error; every vector that
 reaches :func:`nearest` has been checked where it was made (encoder rows by the batcher, a
-client's vector by :func:`service.vectors.normalised_query_vector`, stored vectors when their
+client's vector by :func:`service.searcher.normalised_query_vector`, stored vectors when their
 bundle was written and hashed).
 """
 

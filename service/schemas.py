@@ -1,7 +1,8 @@
 """Request and response models of the HTTP API v1 (docs/contracts.md).
 
-Requests are strict (``k`` must be a JSON integer: not ``"5"``, ``5.0`` or ``true``) and refuse
-unknown fields. Rules that do not depend on settings live in the models; the limits that do
+Requests are strict (``k`` must be a JSON Schema integer: ``5`` or ``5.0``, not ``5.5``, ``"5"``
+or ``true``) and refuse unknown fields; each query side is a tagged union the OpenAPI document
+states as ``oneOf``. Rules that do not depend on settings live in the models; the limits that do
 (``max_k``, ``max_text_chars``, ...) are checked by each request's ``check_limits`` before any
 encoding, so one request model serves every configuration.
 """

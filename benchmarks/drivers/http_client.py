@@ -4,9 +4,8 @@ One :class:`httpx.AsyncClient` with a keep-alive connection pool serves every co
 of a run. The client retries only a ``503`` that carries ``Retry-After`` (overloaded / not
 ready), a bounded number of times, sleeping what the header asks (capped). Any other non-2xx
 answer raises :class:`ServiceError` carrying the service's error body
-(``{"error": {"code", "message", "request_id"}}``). :class:`ClientSender` puts API calls behind
-the drivers' one interface, :class:`~benchmarks.drivers.sender.Sender`, for the closed-loop
-latency sections of the quality and compare runs.
+(``{"error": {"code", "message", "request_id"}}``). A call of the client can be put behind the
+drivers' one interface with :mod:`benchmarks.drivers.client_sender`.
 """
 
 from __future__ import annotations
@@ -15,15 +14,13 @@ import asyncio
 import email.utils
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
 import httpx
-
-from benchmarks.drivers.sender import TransportFailure
 
 logger = logging.getLogger(__name__)
 
@@ -352,69 +349,3 @@ class CrisscrossClient:
             variant=answer.get("variant"),
             bundle_version=answer.get("bundle_version"),
         )
-
-
-FAILURES_LOGGED = 3
-"""Failed requests of one closed-loop level logged (as warnings) before the rest are counted
-silently."""
-
-
-class _Failures:
-    """The count of one level's failed requests, shared by its senders, for logging."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def log(self, index: int, error: Exception) -> None:
-        self.count += 1
-        if self.count <= FAILURES_LOGGED:
-            logger.warning("request %d failed: %s", index, error)
-
-
-class ClientSender:
-    """A :class:`~benchmarks.drivers.sender.Sender` over a :class:`CrisscrossClient` call.
-
-    ``call(index)`` makes one API request (e.g. a search with ``retry=False``) and decodes its
-    answer in full. A 2xx answer is reported as status 200; a non-2xx answer as its status
-    (:class:`ServiceError`); a 2xx body that cannot be decoded, and an httpx transport error,
-    as :class:`~benchmarks.drivers.sender.TransportFailure` (``protocol``, ``timeout``,
-    ``connect``, ``connection``). Make the senders of one level with :func:`client_senders`.
-    """
-
-    def __init__(self, call: Callable[[int], Awaitable[object]], failures: _Failures) -> None:
-        self._call = call
-        self._failures = failures
-
-    async def send(self, index: int) -> int:
-        """Make call ``index``; its HTTP status (200 for any 2xx answer)."""
-        try:
-            await self._call(index)
-        except ServiceError as error:
-            self._failures.log(index, error)
-            if 200 <= error.status < 300:
-                raise TransportFailure("protocol", str(error)) from error
-            return error.status
-        except httpx.HTTPError as error:
-            self._failures.log(index, error)
-            raise TransportFailure(_failure_kind(error), str(error)) from error
-        return 200
-
-    async def aclose(self) -> None:
-        """Nothing to close: the client belongs to the caller."""
-
-
-def client_senders(call: Callable[[int], Awaitable[object]], count: int) -> list[ClientSender]:
-    """``count`` senders of one level over the same call (one shared client); the first
-    :data:`FAILURES_LOGGED` failures among them are logged."""
-    failures = _Failures()
-    return [ClientSender(call, failures) for _ in range(count)]
-
-
-def _failure_kind(error: httpx.HTTPError) -> str:
-    if isinstance(error, httpx.TimeoutException):
-        return "timeout"
-    if isinstance(error, httpx.ConnectError):
-        return "connect"
-    if isinstance(error, httpx.TransportError):
-        return "connection"
-    return "protocol"

@@ -7,23 +7,18 @@ The keys it reads are :class:`benchmarks.runs.compare.run.CompareReport`'s.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
 from benchmarks.metrics.pareto import primary_quality, quality_metrics
-from benchmarks.report.markdown import markdown_table
+from benchmarks.report.markdown import cell, markdown_table
 
 PARETO_PLOT: Final = "compare_pareto.png"
 
 
-def _cell(value: object, digits: int = 1) -> str:
-    if isinstance(value, bool) or value is None:
-        return "–"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+_cell = functools.partial(cell, true="–", false="–")
+"""A cell of the comparison tables: no booleans shown."""
 
 
 def _ratio(value: object, baseline: object) -> str:

@@ -9,25 +9,18 @@ open-loop request runs from its intended (scheduled) send time.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
-from benchmarks.report.markdown import markdown_table
+from benchmarks.report.markdown import cell, markdown_table
 
 LOAD_PLOT = "load.png"
 LOAD_LATENCY_PLOT = "load_latency.png"
 
 
-def _cell(value: object, digits: int = 1) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "**no**"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+_cell = functools.partial(cell, true="yes", false="**no**")
+"""A cell of the load tables: booleans (Little's law) as ``yes`` / ``**no**``."""
 
 
 def _errors(entry: Mapping[str, Any]) -> str:

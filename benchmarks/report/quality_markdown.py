@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from benchmarks.report.markdown import markdown_table
+from benchmarks.report.markdown import cell, markdown_table
 
 RECALL_PLOT = "recall_at_k.png"
 ORIGINAL_PLOT = "cxc_vs_original.png"
@@ -35,25 +35,13 @@ TASK_NOTES: Mapping[str, str] = MappingProxyType(
 """Retrieval task → one line on its queries and positives, for the Markdown report."""
 
 
-def _number(value: object, digits: int = 1, scale: float = 1.0) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value * scale:.{digits}f}"
-    return str(value)
-
-
 def _median_cell(entry: Mapping[str, Any]) -> str:
     if entry.get("median_rank_censored"):
         return f"> {entry.get('k')}"
     value = entry.get("median_rank")
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return _number(value)
+    return cell(value)
 
 
 def _towers(report: Mapping[str, Any]) -> str:
@@ -84,8 +72,8 @@ def render_quality_markdown(report: Mapping[str, Any]) -> str:
         cut_offs = [key for key in next(iter(retrieval.values())) if key.startswith("R@")]
         rows = [
             [name]
-            + [_number(entry.get(cut), scale=100.0) for cut in cut_offs]
-            + [_median_cell(entry), _number(entry.get("queries")), _number(entry.get("k"))]
+            + [cell(entry.get(cut), scale=100.0) for cut in cut_offs]
+            + [_median_cell(entry), cell(entry.get("queries")), cell(entry.get("k"))]
             for name, entry in retrieval.items()
         ]
         lines += ["", "## Retrieval (R@K ×100)", ""]
@@ -107,12 +95,12 @@ def render_quality_markdown(report: Mapping[str, Any]) -> str:
         rows = [
             [
                 name,
-                f"{_number(entry.get('spearman_mean'))} ± {_number(entry.get('spearman_std'))}",
-                _number(entry.get("samples")),
-                _number(entry.get("pairs")),
-                _number(entry.get("query_items")),
-                _number(entry.get("pairs_skipped")),
-                _number(entry.get("seed")),
+                f"{cell(entry.get('spearman_mean'))} ± {cell(entry.get('spearman_std'))}",
+                cell(entry.get("samples")),
+                cell(entry.get("pairs")),
+                cell(entry.get("query_items")),
+                cell(entry.get("pairs_skipped")),
+                cell(entry.get("seed")),
             ]
             for name, entry in correlation.items()
         ]
@@ -127,11 +115,11 @@ def render_quality_markdown(report: Mapping[str, Any]) -> str:
             ["accuracy", "rows scored", "rows skipped", "ties", "image uploads"],
             [
                 [
-                    _number(bison.get("accuracy"), scale=100.0),
-                    _number(bison.get("rows")),
-                    _number(bison.get("skipped")),
-                    _number(bison.get("ties")),
-                    _number(bison.get("uploads")),
+                    cell(bison.get("accuracy"), scale=100.0),
+                    cell(bison.get("rows")),
+                    cell(bison.get("skipped")),
+                    cell(bison.get("ties")),
+                    cell(bison.get("uploads")),
                 ]
             ],
         )
@@ -149,14 +137,14 @@ def render_quality_markdown(report: Mapping[str, Any]) -> str:
         rows = [
             [
                 name,
-                _number(entry.get("concurrency")),
-                _number(entry.get("requests")),
-                _number(entry.get("p50_ms")),
-                _number(entry.get("p95_ms")),
-                _number(entry.get("p99_ms")),
-                _number(entry.get("qps")),
-                _number(entry.get("errors")),
-                _number(entry.get("in_flight_mean"), digits=2),
+                cell(entry.get("concurrency")),
+                cell(entry.get("requests")),
+                cell(entry.get("p50_ms")),
+                cell(entry.get("p95_ms")),
+                cell(entry.get("p99_ms")),
+                cell(entry.get("qps")),
+                cell(entry.get("errors")),
+                cell(entry.get("in_flight_mean"), digits=2),
             ]
             for name, entry in latency.items()
         ]
@@ -192,8 +180,8 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
         header += [f"R@{cut} (eq. 1)" for cut in GRADED_CUTS]
         rows = [
             [name]
-            + [_number(entry.get(f"R@{cut}"), scale=100.0) for cut in GRADED_CUTS]
-            + [_number(entry.get(f"R_eq1@{cut}"), scale=100.0) for cut in GRADED_CUTS]
+            + [cell(entry.get(f"R@{cut}"), scale=100.0) for cut in GRADED_CUTS]
+            + [cell(entry.get(f"R_eq1@{cut}"), scale=100.0) for cut in GRADED_CUTS]
             for name, entry in eq1.items()
         ]
         lines += [
@@ -210,7 +198,7 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
         rows = [
             [name]
             + [
-                _number(entry.get(f"{key}@{cut}"), scale=100.0)
+                cell(entry.get(f"{key}@{cut}"), scale=100.0)
                 for key in ("NCS", "NCS_nonGT", "SR", "SR_nonGT")
                 for cut in GRADED_CUTS
             ]
@@ -241,12 +229,12 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
                 if f"results@{cut}" not in view:
                     continue
                 rows.append(
-                    [direction, str(cut), _number(view.get(f"results@{cut}"))]
+                    [direction, str(cut), cell(view.get(f"results@{cut}"))]
                     + [
-                        _number(view.get(f"{key}@{cut}"), scale=100.0)
+                        cell(view.get(f"{key}@{cut}"), scale=100.0)
                         for key in ("wrong", "wrong_cxc", "wrong_cider", "wrong_either")
                     ]
-                    + [_number(view.get(f"wrong_cxc_rated@{cut}"), scale=100.0)]
+                    + [cell(view.get(f"wrong_cxc_rated@{cut}"), scale=100.0)]
                 )
         lines += markdown_table(header, rows)
         for direction, view in views.items():
@@ -260,9 +248,9 @@ def _graded_sections(report: Mapping[str, Any]) -> list[str]:
                     [
                         f"`{example.get('query')}`",
                         f"`{example.get('retrieved')}`",
-                        _number(example.get("rank")),
-                        _number(example.get("cxc_score"), digits=2),
-                        _number(example.get("cider_d"), digits=2),
+                        cell(example.get("rank")),
+                        cell(example.get("cxc_score"), digits=2),
+                        cell(example.get("cider_d"), digits=2),
                         str(example.get("coco_label")),
                         str(example.get("caption", "")).replace("|", "/"),
                     ]

@@ -11,10 +11,31 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
 from benchmarks.report.figures import save_figure
+
+
+def _panels(count: int, width: float, height: float) -> tuple[Figure, list[Axes]]:
+    """A figure of ``count`` panels (at least one), two per row, each ``width`` × ``height``
+    inches; the panels in reading order."""
+    panels = max(1, count)
+    columns = min(panels, 2)
+    rows = (panels + columns - 1) // columns
+    figure = Figure(figsize=(width * columns, height * rows + 0.6))
+    grid = figure.subplots(rows, columns, squeeze=False)
+    return figure, [axes for row in grid for axes in row]
+
+
+def _finish(figure: Figure, unused: list[Axes], title: str, path: Path) -> Path:
+    """Hide the ``unused`` panels, title the figure and save it."""
+    for axes in unused:
+        axes.set_visible(False)
+    figure.suptitle(title)
+    figure.tight_layout()
+    return save_figure(figure, path)
 
 
 def task_direction(task: str) -> str:
@@ -37,12 +58,7 @@ def plot_recall_curves(curves: Mapping[str, Sequence[float]], path: Path, title:
     directions: dict[str, dict[str, Sequence[float]]] = {}
     for name, curve in curves.items():
         directions.setdefault(task_direction(name), {})[name] = curve
-    panels = max(1, len(directions))
-    columns = min(panels, 2)
-    rows = (panels + columns - 1) // columns
-    figure = Figure(figsize=(6.0 * columns, 4.0 * rows + 0.6))
-    grid = figure.subplots(rows, columns, squeeze=False)
-    axes_list = [axes for row in grid for axes in row]
+    figure, axes_list = _panels(len(directions), 6.0, 4.0)
     for axes, (direction, tasks) in zip(axes_list, directions.items(), strict=False):
         for name, curve in tasks.items():
             if curve:
@@ -56,12 +72,7 @@ def plot_recall_curves(curves: Mapping[str, Sequence[float]], path: Path, title:
         axes.set_ylabel("R@K (%)")
         axes.set_ylim(0.0, 100.0)
         axes.grid(True, which="both", alpha=0.3)
-    for axes in axes_list[len(directions) :]:
-        if directions:
-            axes.set_visible(False)
-    figure.suptitle(title)
-    figure.tight_layout()
-    return save_figure(figure, path)
+    return _finish(figure, axes_list[len(directions) :] if directions else [], title, path)
 
 
 ORIGINAL_PAIRS = (("i2t", "i2t_original"), ("t2i", "t2i_original"))
@@ -135,12 +146,7 @@ def plot_graded_curves(
     directions: dict[str, list[str]] = {}
     for name in graded:
         directions.setdefault(task_direction(name), []).append(name)
-    panels = max(1, len(directions))
-    columns = min(panels, 2)
-    rows = (panels + columns - 1) // columns
-    figure = Figure(figsize=(6.5 * columns, 4.2 * rows + 0.6))
-    grid = figure.subplots(rows, columns, squeeze=False)
-    axes_list = [axes for row in grid for axes in row]
+    figure, axes_list = _panels(len(directions), 6.5, 4.2)
     for axes, (direction, names) in zip(axes_list, directions.items(), strict=False):
         for name in names:
             depth = len(graded[name].get("R_eq1", [])) or 10
@@ -171,12 +177,7 @@ def plot_graded_curves(
         axes.set_ylabel("%")
         axes.set_ylim(0.0, 105.0)
         axes.grid(True, alpha=0.3)
-    for axes in axes_list[len(directions) :]:
-        if directions:
-            axes.set_visible(False)
-    figure.suptitle(title)
-    figure.tight_layout()
-    return save_figure(figure, path)
+    return _finish(figure, axes_list[len(directions) :] if directions else [], title, path)
 
 
 def _percent(values: Sequence[float | None]) -> npt.NDArray[np.float64]:

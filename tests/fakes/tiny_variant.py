@@ -16,7 +16,7 @@ import numpy.typing as npt
 import pytest
 from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
 
-from encoders.tokenizer import TextTokenizer, TokenBatch
+from encoders.text_encoder import TextTokenizer, TokenBatch
 from encoders.variant import SourceModel, TextTower, VariantManifest, write_variant_manifest
 from formats.hashing import sha256_files
 

@@ -29,7 +29,7 @@ from safetensors.torch import load_file
 from tokenizers import Tokenizer
 from transformers import CLIPConfig, CLIPModel, CLIPTextConfig, CLIPVisionConfig
 
-from encoders.tokenizer import TextTokenizer
+from encoders.text_encoder import TextTokenizer
 from encoders.variant import ImageTower, VariantError
 from training.export.open_clip_convert import (
     ARGMAX_POOLING_EOS_ID,

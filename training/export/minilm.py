@@ -27,8 +27,7 @@ import transformers
 from sentence_transformers import SentenceTransformer
 from transformers import AutoModel
 
-from encoders.text_encoder import OnnxTextEncoder
-from encoders.tokenizer import TextTokenizer
+from encoders.text_encoder import OnnxTextEncoder, TextTokenizer
 from encoders.variant import (
     ParityReport,
     SourceModel,

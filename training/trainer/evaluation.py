@@ -11,7 +11,7 @@ import numpy.typing as npt
 import torch
 
 from encoders.image_preprocess import PixelBatch
-from encoders.tokenizer import TokenBatch
+from encoders.text_encoder import TokenBatch
 from training.trainer.corpus import CaptionedImages
 from training.trainer.models import DualEncoder
 from training.trainer.retrieval import Metrics, retrieval_metrics

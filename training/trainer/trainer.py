@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from encoders.image_preprocess import PixelBatch
-from encoders.tokenizer import TextTokenizer, TokenBatch
+from encoders.text_encoder import TextTokenizer, TokenBatch
 from encoders.variant import ImageTower
 from training.trainer.cider import CiderRelevance
 from training.trainer.corpus import (

@@ -13,7 +13,7 @@ sub-word model is needed. The tokenizer (saved as the variant's ``tokenizer.json
   instead of a 0/0 average.
 
 Truncation (at ``max_tokens``, ``[CLS]`` included) and dynamic padding come from
-``encoders.tokenizer.TextTokenizer``, the class serving uses, which also writes them into the
+``encoders.text_encoder.TextTokenizer``, the class serving uses, which also writes them into the
 saved file.
 """
 
@@ -26,7 +26,7 @@ from typing import Final, NamedTuple
 from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
 from tokenizers.models import WordLevel
 
-from encoders.tokenizer import TextTokenizer
+from encoders.text_encoder import TextTokenizer
 
 PAD_TOKEN: Final = "[PAD]"
 UNK_TOKEN: Final = "[UNK]"

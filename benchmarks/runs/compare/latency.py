@@ -14,8 +14,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.drivers.client_sender import client_senders
 from benchmarks.drivers.closed_loop import warmed_closed_loop
-from benchmarks.drivers.http_client import CrisscrossClient, client_senders
+from benchmarks.drivers.http_client import CrisscrossClient
 from benchmarks.drivers.level_summary import latency_result
 from benchmarks.drivers.query_sides import text_query
 from benchmarks.drivers.samples import LevelRun

@@ -7,8 +7,8 @@ import logging
 import random
 import time
 
+from benchmarks.drivers.client_sender import client_senders
 from benchmarks.drivers.closed_loop import warmed_closed_loop
-from benchmarks.drivers.http_client import client_senders
 from benchmarks.drivers.level_summary import latency_result
 from benchmarks.drivers.query_sides import text_query
 from benchmarks.runs.quality.context import QualityContext

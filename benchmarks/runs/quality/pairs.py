@@ -14,7 +14,7 @@ import time
 from benchmarks.data.bison_rows import BisonPlan, plan_bison
 from benchmarks.data.task_plan import CORRELATION_TASKS
 from benchmarks.drivers.query_sides import PairSide, item_ref, text_query
-from benchmarks.drivers.replay import replay_scores
+from benchmarks.drivers.replay import ScoreReplay, replay_scores
 from benchmarks.runs.quality.context import QualityContext
 from benchmarks.runs.quality.entries import bison_entry, correlation_entry
 from formats.cxc import RatingKind
@@ -29,6 +29,21 @@ def _caption_side(context: QualityContext, key: str, text_of: dict[str, str]) ->
     if context.view.has_captions:
         return item_ref(context.config.collection, key)
     return text_query(text_of[key])
+
+
+async def _score(context: QualityContext, pairs: list[tuple[PairSide, PairSide]]) -> ScoreReplay:
+    """Every pair's score from ``/v1/score``, within the run's batch and upload limits."""
+    config = context.config
+    return await replay_scores(
+        context.client,
+        pairs,
+        batch_size=config.score_batch,
+        concurrency=min(config.replay_concurrency, SCORE_CONCURRENCY),
+        variant=config.variant,
+        show_progress=config.show_progress,
+        max_uploads=config.max_uploads_per_request,
+        max_upload_bytes=config.max_upload_bytes,
+    )
 
 
 async def correlation_phase(context: QualityContext) -> None:
@@ -61,16 +76,7 @@ async def _correlation(context: QualityContext, kind: RatingKind) -> None:
     skipped = len(ratings) - len(kept)
     if skipped:
         logger.warning("%s: %d of %d pairs cannot be referenced", kind.value, skipped, len(ratings))
-    scored = await replay_scores(
-        context.client,
-        pairs,
-        batch_size=config.score_batch,
-        concurrency=min(config.replay_concurrency, SCORE_CONCURRENCY),
-        variant=config.variant,
-        show_progress=config.show_progress,
-        max_uploads=config.max_uploads_per_request,
-        max_upload_bytes=config.max_upload_bytes,
-    )
+    scored = await _score(context, pairs)
     results.served_by.merge(scored.served_by)
     results.tasks[kind.value] = correlation_entry(
         kept,
@@ -86,7 +92,7 @@ async def bison_phase(context: QualityContext) -> None:
     """BISON: (caption text, image) for both images of each row; accuracy, ties count ½."""
     if "bison" not in context.plan.run:
         return
-    config, results = context.config, context.results
+    results = context.results
     started = time.perf_counter()
     rows = context.data.bison or []
     plan: BisonPlan[PairSide] = plan_bison(rows, context.data.image_namer(), context.images.side)
@@ -99,16 +105,7 @@ async def bison_phase(context: QualityContext) -> None:
         *zip(captions, plan.true_sides, strict=True),
         *zip(captions, plan.other_sides, strict=True),
     ]
-    scored = await replay_scores(
-        context.client,
-        pairs,
-        batch_size=config.score_batch,
-        concurrency=min(config.replay_concurrency, SCORE_CONCURRENCY),
-        variant=config.variant,
-        show_progress=config.show_progress,
-        max_uploads=config.max_uploads_per_request,
-        max_upload_bytes=config.max_upload_bytes,
-    )
+    scored = await _score(context, pairs)
     results.served_by.merge(scored.served_by)
     count = len(plan.rows)
     results.tasks["bison"] = bison_entry(

@@ -27,8 +27,7 @@ onnx = pytest.importorskip("onnx")
 pytest.importorskip("skimage", reason="the parity images need scikit-image")
 
 from encoders.image_encoder import OnnxImageEncoder  # noqa: E402
-from encoders.text_encoder import OnnxTextEncoder  # noqa: E402
-from encoders.tokenizer import TextTokenizer  # noqa: E402
+from encoders.text_encoder import OnnxTextEncoder, TextTokenizer  # noqa: E402
 from training.__main__ import EXIT_FAILED, EXIT_OK, main  # noqa: E402
 from training.parity.texts import caption_texts, parity_texts  # noqa: E402
 from training.quantize import derive_variant  # noqa: E402

@@ -3,32 +3,153 @@ service and data errors (exit 1)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
-from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import benchmarks.__main__ as cli
+from benchmarks.runs.cider import CiderRunConfig
 from benchmarks.runs.compare.config import CompareConfig
-from benchmarks.runs.compare.run import CompareRun, run_compare
+from benchmarks.runs.load.config import LoadRunConfig
+from benchmarks.runs.options import config_from_args
 from benchmarks.runs.quality.config import QualityRunConfig
-from benchmarks.runs.quality.run import run_quality
 from tests.fakes.fake_search_service import FakeSearchService
 from tests.fakes.fake_service import FakeService, dual_tower_service
 from tests.fakes.fake_variants import two_variants
 from tests.fakes.tiny_data import TinyDataset
 from tests.fakes.tiny_http import serve_in_thread
 
+HELP = Path(__file__).with_name("help")
+"""``--help`` of ``crisscross-bench`` and of each subcommand as they were before the options were
+generated from the run configs (80 columns)."""
 
-def use_run(
-    monkeypatch: pytest.MonkeyPatch,
-    name: str,
-    run: Callable[[Any], Coroutine[Any, Any, Any]],
+# Every option of every subcommand: flag → (argparse destination, default, kind), with
+# CRISSCROSS_DATA_DIR=/data/dir (as before the options were generated from the run configs).
+DEFAULTS = {
+    "cxc": {
+        "--url": ("url", "http://127.0.0.1:8000", "value"),
+        "--split": ("split", "val", "value"),
+        "--data": ("data", Path("/data/dir"), "value"),
+        "--out": ("out", None, "required"),
+        "--dataset": ("dataset", "coco-karpathy", "value"),
+        "--collection": ("collection", "captions", "value"),
+        "--images-collection": ("images_collection", "images", "value"),
+        "--images-dir": ("images_dir", None, "value"),
+        "--image-queries": ("image_queries", "item", "value"),
+        "--bison": ("bison", None, "value"),
+        "--tasks": (
+            "tasks",
+            (
+                "t2t",
+                "t2t_cocaptions",
+                "i2t",
+                "i2t_original",
+                "t2i",
+                "t2i_original",
+                "i2i",
+                "sts",
+                "sis",
+                "sits",
+                "bison",
+                "latency",
+            ),
+            "value",
+        ),
+        "--k": ("k", 1000, "value"),
+        "--probe-k": ("probe_k", 100, "value"),
+        "--limit-queries": ("limit_queries", None, "value"),
+        "--replay-concurrency": ("replay_concurrency", 8, "value"),
+        "--score-batch": ("score_batch", 1024, "value"),
+        "--max-uploads": ("max_uploads", 32, "value"),
+        "--max-upload-bytes": ("max_upload_bytes", 900000, "value"),
+        "--bootstrap-samples": ("bootstrap_samples", 1000, "value"),
+        "--seed": ("seed", 0, "value"),
+        "--concurrency": ("concurrency", (1, 8), "value"),
+        "--latency-requests": ("latency_requests", 300, "value"),
+        "--warmup": ("warmup", 20, "value"),
+        "--latency-k": ("latency_k", 10, "value"),
+        "--variant": ("variant", None, "value"),
+        "--ready-timeout": ("ready_timeout", 120.0, "value"),
+        "--timeout": ("timeout", 60.0, "value"),
+        "--no-progress": ("no_progress", False, "switch"),
+        "--cider": ("cider", "auto", "value"),
+        "--cider-cache": ("cider_cache", None, "value"),
+    },
+    "load": {
+        "--url": ("url", "http://127.0.0.1:8000", "value"),
+        "--data": ("data", Path("/data/dir"), "value"),
+        "--split": ("split", "val", "value"),
+        "--out": ("out", None, "required"),
+        "--closed": ("closed", (1, 8, 32), "value"),
+        "--open-rates": ("open_rates", None, "value"),
+        "--open-fractions": (
+            "open_fractions",
+            (0.25, 0.5, 0.75, 0.9, 1.0, 1.25, 1.5, 2.0),
+            "value",
+        ),
+        "--duration-s": ("duration_s", 20.0, "value"),
+        "--requests": ("requests", 20000, "value"),
+        "--warmup": ("warmup", 50, "value"),
+        "--open-warmup-s": ("open_warmup_s", 2.0, "value"),
+        "--max-connections": ("max_connections", 256, "value"),
+        "--drain-s": ("drain_s", 10.0, "value"),
+        "--settle-s": ("settle_s", 30.0, "value"),
+        "--timeout": ("timeout", 10.0, "value"),
+        "--k": ("k", 10, "value"),
+        "--collection": ("collection", "captions", "value"),
+        "--variant": ("variant", None, "value"),
+        "--no-metadata": ("no_metadata", False, "switch"),
+        "--seed": ("seed", 0, "value"),
+        "--inprocess-json": ("inprocess_json", None, "value"),
+        "--ready-timeout": ("ready_timeout", 120.0, "value"),
+    },
+    "compare": {
+        "--url": ("url", "http://127.0.0.1:8000", "value"),
+        "--variants": ("variants", None, "required"),
+        "--data": ("data", Path("/data/dir"), "value"),
+        "--split": ("split", "val", "value"),
+        "--dataset": ("dataset", "coco-karpathy", "value"),
+        "--out": ("out", None, "required"),
+        "--tasks": ("tasks", ("t2t", "t2t_cocaptions", "sts"), "value"),
+        "--limit-queries": ("limit_queries", None, "value"),
+        "--k": ("k", 1000, "value"),
+        "--concurrency": ("concurrency", (1, 8), "value"),
+        "--latency-requests": ("latency_requests", 300, "value"),
+        "--rounds": ("rounds", 3, "value"),
+        "--warmup": ("warmup", 20, "value"),
+        "--latency-k": ("latency_k", 10, "value"),
+        "--bootstrap-samples": ("bootstrap_samples", 1000, "value"),
+        "--seed": ("seed", 0, "value"),
+        "--ready-timeout": ("ready_timeout", 120.0, "value"),
+        "--timeout": ("timeout", 60.0, "value"),
+        "--no-progress": ("no_progress", False, "switch"),
+    },
+    "cider": {
+        "--data": ("data", Path("/data/dir"), "value"),
+        "--split": ("split", "val", "value"),
+        "--cache": ("cache", None, "value"),
+        "--parity-pairs": ("parity_pairs", 2000, "value"),
+        "--seed": ("seed", 0, "value"),
+        "--rebuild": ("rebuild", False, "switch"),
+        "--no-progress": ("no_progress", False, "switch"),
+    },
+}
+
+
+def over_fake_transport(
+    monkeypatch: pytest.MonkeyPatch, name: str, transport: httpx.AsyncBaseTransport
 ) -> None:
-    """Make subcommand ``name`` run ``run`` (e.g. the real run over a fake transport)."""
+    """Make subcommand ``name`` run its real run over ``transport`` instead of the network."""
+    command = next(command for command in cli.COMMANDS if command.name == name)
+
+    async def run(config: Any) -> Any:
+        return await command.run(config, transport=transport)
+
     commands = tuple(
         dataclasses.replace(command, run=run) if command.name == name else command
         for command in cli.COMMANDS
@@ -44,10 +165,7 @@ def test_cxc_end_to_end(
 ) -> None:
     service = FakeService(tiny.captions)
 
-    async def run_with_fake(config: QualityRunConfig) -> Any:
-        return await run_quality(config, transport=service.transport())
-
-    use_run(monkeypatch, "cxc", run_with_fake)
+    over_fake_transport(monkeypatch, "cxc", service.transport())
     out = tmp_path / "reports" / "demo"
     status = cli.main(
         [
@@ -92,10 +210,7 @@ def test_cxc_reports_service_errors(
 ) -> None:
     service = FakeService(tiny.captions, max_k=5)
 
-    async def run_with_fake(config: QualityRunConfig) -> Any:
-        return await run_quality(config, transport=service.transport())
-
-    use_run(monkeypatch, "cxc", run_with_fake)
+    over_fake_transport(monkeypatch, "cxc", service.transport())
     status = cli.main(
         [
             "cxc",
@@ -127,10 +242,7 @@ def test_cxc_runs_every_task_with_image_flags(
 ) -> None:
     service = dual_tower_service(tiny)
 
-    async def run_with_fake(config: QualityRunConfig) -> Any:
-        return await run_quality(config, transport=service.transport())
-
-    use_run(monkeypatch, "cxc", run_with_fake)
+    over_fake_transport(monkeypatch, "cxc", service.transport())
     bison = tmp_path / "my_bison.csv"
     bison.write_bytes((tiny.data_dir / "bison" / "bison_val.csv").read_bytes())
     out = tmp_path / "report"
@@ -230,6 +342,8 @@ def test_load_end_to_end(
                 "1",
                 "--open-rates",
                 "50",
+                "--open-warmup-s",
+                "0.2",
                 "--duration-s",
                 "0.3",
                 "--drain-s",
@@ -258,10 +372,7 @@ def test_compare_end_to_end(
 ) -> None:
     service = two_variants(tiny)
 
-    async def run_with_fake(config: CompareConfig) -> CompareRun:
-        return await run_compare(config, transport=service.transport())
-
-    use_run(monkeypatch, "compare", run_with_fake)
+    over_fake_transport(monkeypatch, "compare", service.transport())
     out = tmp_path / "reports" / "compare"
     status = cli.main(
         [
@@ -322,10 +433,7 @@ def test_compare_reports_an_unloaded_variant(
 ) -> None:
     service = two_variants(tiny)
 
-    async def run_with_fake(config: CompareConfig) -> CompareRun:
-        return await run_compare(config, transport=service.transport())
-
-    use_run(monkeypatch, "compare", run_with_fake)
+    over_fake_transport(monkeypatch, "compare", service.transport())
     arguments = ["compare", "--variants", "full,int9", "--data", str(tiny.data_dir)]
     assert cli.main([*arguments, "--out", str(tmp_path / "o"), "--no-progress"]) == 1
     assert not (tmp_path / "o").exists()
@@ -354,3 +462,71 @@ def test_cider_builds_and_checks_parity(
     assert summary["parity"]["pairs"] == 100
     assert summary["built"] is True
     assert summary["shape"] == [60, 12]
+
+
+@pytest.mark.parametrize("command", ["", "cxc", "load", "compare", "cider"])
+def test_help_is_unchanged(
+    command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as caught:
+        cli.main([command, "--help"] if command else ["--help"])
+    assert caught.value.code == 0
+    expected = (HELP / f"{command or 'main'}.txt").read_text(encoding="utf-8")
+    assert capsys.readouterr().out == expected
+
+
+def test_every_option_keeps_its_destination_default_and_kind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_DATA_DIR", "/data/dir")
+    parser = cli.build_parser()
+    commands = next(
+        action for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+    )
+    found: dict[str, dict[str, tuple[str, object, str]]] = {}
+    for name, subparser in commands.choices.items():
+        found[name] = {}
+        for action in subparser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            kind = "required" if action.required else "value"
+            if isinstance(action, argparse._StoreTrueAction):
+                kind = "switch"
+            found[name][action.option_strings[0]] = (action.dest, action.default, kind)
+    assert found == DEFAULTS
+    for name, options in DEFAULTS.items():
+        assert list(found[name]) == list(options), name  # the --help order
+
+
+def test_configs_of_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no option given, each run's config is its dataclass defaults, but for the URL and
+    data folder of the command line and, for cxc, R (eq. 1) and the CIDEr-D metrics on."""
+    monkeypatch.setenv("CRISSCROSS_DATA_DIR", "/data/dir")
+    parser = cli.build_parser()
+    common: dict[str, Any] = {
+        "url": "http://127.0.0.1:8000",
+        "data_dir": Path("/data/dir"),
+        "out_dir": Path("o"),
+    }
+    args = parser.parse_args(["cxc", "--out", "o"])
+    assert config_from_args(QualityRunConfig, args) == QualityRunConfig(
+        **common, recall_eq1=True, cider="auto"
+    )
+    args = parser.parse_args(["load", "--out", "o"])
+    assert config_from_args(LoadRunConfig, args) == LoadRunConfig(**common)
+    args = parser.parse_args(["compare", "--out", "o", "--variants", "a,b"])
+    assert config_from_args(CompareConfig, args) == CompareConfig(**common, variants=("a", "b"))
+    args = parser.parse_args(["cider"])
+    assert config_from_args(CiderRunConfig, args) == CiderRunConfig(data_dir=Path("/data/dir"))
+
+
+def test_negative_counts_and_durations_mean_none() -> None:
+    parser = cli.build_parser()
+    args = parser.parse_args(["load", "--out", "o", "--warmup", "-3", "--drain-s", "-1.5"])
+    config = config_from_args(LoadRunConfig, args)
+    assert (config.warmup_requests, config.drain_s) == (0, 0.0)
+    assert isinstance(config.drain_s, float)
+    args = parser.parse_args(["cxc", "--out", "o", "--warmup", "-1", "--no-progress"])
+    quality = config_from_args(QualityRunConfig, args)
+    assert (quality.warmup_requests, quality.show_progress) == (0, False)

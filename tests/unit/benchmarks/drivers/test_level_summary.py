@@ -7,8 +7,9 @@ import asyncio
 
 import pytest
 
+from benchmarks.drivers.client_sender import client_senders
 from benchmarks.drivers.closed_loop import warmed_closed_loop
-from benchmarks.drivers.http_client import ServiceError, client_senders
+from benchmarks.drivers.http_client import ServiceError
 from benchmarks.drivers.level_summary import latency_result, summarize
 from benchmarks.drivers.samples import LevelRun, Sample
 

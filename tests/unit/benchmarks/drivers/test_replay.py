@@ -1,4 +1,4 @@
-"""Image sides: item vs upload, and /v1/score batching under upload limits."""
+"""The quality replay: /v1/score batching under upload limits, scores in input order."""
 
 from __future__ import annotations
 
@@ -9,36 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.data.corpus import default_images_dir
 from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
 from benchmarks.drivers.query_sides import (
     ImageFile,
-    ImageSides,
     PairSide,
     item_ref,
-    resolve_side,
     text_query,
 )
 from benchmarks.drivers.replay import replay_scores, score_batches
 from tests.fakes.fake_service import FakeService, toy_similarity
 from tests.fakes.tiny_data import TinyDataset
-
-
-def test_image_sides_prefer_items_then_uploads(tiny: TinyDataset) -> None:
-    served, other = tiny.filenames[0], "COCO_val2014_000000005000.jpg"
-    sides = ImageSides("images", {served}, tiny.images_dir, can_upload=True)
-    assert sides.side(served) == item_ref("images", served)
-    upload = sides.side(other)
-    assert isinstance(upload, ImageFile)
-    assert upload.size == len(tiny.image_bytes[other])
-    assert upload.encoded_size == len(base64.b64encode(tiny.image_bytes[other]))
-    assert base64.b64decode(resolve_side(upload)["image"]) == tiny.image_bytes[other]
-    assert sides.side("COCO_val2014_000000006000.jpg") is None  # no such file
-    no_tower = ImageSides("images", {served}, tiny.images_dir, can_upload=False)
-    assert no_tower.side(other) is None
-    assert ImageSides("images", (), None, can_upload=True).side(other) is None
-    assert default_images_dir(tiny.data_dir, "val") == tiny.images_dir
-    assert default_images_dir(tiny.data_dir, "test") is None
 
 
 def _check_batches(

@@ -10,6 +10,7 @@ import pytest
 from benchmarks.metrics.retrieval import (
     evaluate_rankings,
     first_positive_rank,
+    first_positive_ranks,
     median_rank,
     rank_by_scores,
     retrieval_metrics,
@@ -154,3 +155,28 @@ def test_evaluate_rankings_skips_queries_without_positives_and_cuts_at_k() -> No
     assert cut.recall_at == {1: 0.0, 2: 0.5}
     assert cut.median_rank is None
     assert cut.median_rank_censored is True
+
+
+def test_first_positive_ranks_equal_ranking_by_the_tie_rule() -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        queries, items = int(rng.integers(1, 6)), int(rng.integers(1, 12))
+        scores = rng.integers(0, 4, size=(queries, items)).astype(np.float32)  # many ties
+        positives = rng.random((queries, items)) < 0.3
+        positives[np.arange(queries), rng.integers(0, items, size=queries)] = True
+        ids = [f"i{column}" for column in range(items)]
+        ranked = rank_by_scores(scores, ids, items)
+        expected = [
+            first_positive_rank(order, {ids[c] for c in np.flatnonzero(row)})
+            for order, row in zip(ranked, positives, strict=True)
+        ]
+        assert first_positive_ranks(scores, positives).tolist() == expected
+
+
+def test_first_positive_ranks_with_an_excluded_candidate_and_bad_input() -> None:
+    scores = np.array([[0.9, 0.5, 0.5, -np.inf]])
+    assert first_positive_ranks(scores, np.array([[False, False, True, False]])).tolist() == [3]
+    with pytest.raises(ValueError, match="at least one positive"):
+        first_positive_ranks(scores, np.zeros((1, 4), dtype=bool))
+    with pytest.raises(ValueError, match="one shape"):
+        first_positive_ranks(scores, np.zeros((1, 3), dtype=bool))

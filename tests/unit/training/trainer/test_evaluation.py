@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="training needs the 'export' extra")
 
-from encoders.tokenizer import TokenBatch  # noqa: E402
+from encoders.text_encoder import TokenBatch  # noqa: E402
 from training.trainer.corpus import CaptionedImages  # noqa: E402
 from training.trainer.evaluation import embed_captions, embed_pixels, evaluate  # noqa: E402
 from training.trainer.models import Architecture, DualEncoder  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from encoders.tokenizer import TextTokenizer
+from encoders.text_encoder import TextTokenizer
 from training.trainer.word_tokenizer import (
     CLS_ID,
     PAD_ID,

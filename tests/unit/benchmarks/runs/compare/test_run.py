@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import gc
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.metrics.pareto import quality_metrics
-from benchmarks.report.writers import write_compare_outputs
 from benchmarks.runs.compare.config import DEFAULT_COMPARE_TASKS, CompareConfig
 from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.quality.config import QualityRunConfig
@@ -85,7 +83,14 @@ def test_latency_is_interleaved_on_the_same_queries_and_tells_variants_apart(
 ) -> None:
     service = two_variants(tiny)
     config = config_for(tiny)
-    report = asyncio.run(run_compare(config, transport=service.transport())).report
+    # A chunk lasts a few milliseconds: a full garbage collection (~0.2 s with the heap a long
+    # test session builds) inside one would swamp the difference between the variants.
+    gc.collect()
+    gc.disable()
+    try:
+        report = asyncio.run(run_compare(config, transport=service.transport())).report
+    finally:
+        gc.enable()
     schedule = report["latency_schedule"]
     assert schedule["mode"] == "interleaved"
     assert schedule["chunk_requests"] == [4, 4, 4]
@@ -151,22 +156,3 @@ def test_a_variant_without_a_text_tower_has_its_latency_skipped(tiny: TinyDatase
     assert "sts" in short["tasks"]  # item references need no tower
     assert report["pareto"] == {}
     assert {name for name, _ in latency_searches(service)} == {"full"}
-
-
-def test_outputs_hold_the_tables_and_the_plot(tiny: TinyDataset, tmp_path: Path) -> None:
-    service = two_variants(tiny)
-    run = asyncio.run(run_compare(config_for(tiny), transport=service.transport()))
-    written = write_compare_outputs(run, tmp_path / "out")
-    assert json.loads(written["json"].read_text(encoding="utf-8")) == json.loads(
-        json.dumps(run.report)
-    )
-    assert written["pareto_plot"].read_bytes().startswith(b"\x89PNG")
-    markdown = written["markdown"].read_text(encoding="utf-8")
-    full_r1 = quality_metrics(run.report["variants"][0]["tasks"])["t2t R@1"]
-    assert "| `full` | fp32 | 8 | CPU | tiny-full@v-full |" in markdown
-    assert f"| `full` | {full_r1:.1f} |" in markdown
-    short_p50 = run.report["variants"][1]["latency"]["c1"]["p50_ms"]
-    assert f"| `short` | {short_p50:.1f} |" in markdown
-    assert "## Against the baseline `full`" in markdown
-    assert "interleaved" in markdown
-    assert "compare_pareto.png" in markdown

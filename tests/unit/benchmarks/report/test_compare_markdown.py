@@ -1,0 +1,44 @@
+"""``compare.md``: variants, quality, cost, the baseline deltas, Pareto sets, skipped tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.report.compare_markdown import PARETO_PLOT, render_compare_markdown
+
+
+def _variant(name: str, r1: float, p50: float, qps: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "precision": "fp32",
+        "dim": 384,
+        "providers": ["CPUExecutionProvider"],
+        "bundle_versions": {"captions": "v1"},
+        "tasks": {"t2t": {"R@1": r1, "R@5": 0.5, "R@10": 0.6}},
+        "latency": {"c1": {"p50_ms": p50, "p99_ms": 2 * p50, "qps": qps, "errors": 0}},
+        "skipped": {},
+        **extra,
+    }
+
+
+def test_tables_of_a_comparison() -> None:
+    report = {
+        "dataset": "coco-karpathy",
+        "split": "val",
+        "baseline": "fp32",
+        "variants": [
+            _variant("fp32", 0.25, 10.0, 100.0),
+            _variant("int8", 0.2, 5.0, 200.0, precision="int8", skipped={"sis": "no SIS file"}),
+        ],
+        "pareto": {"t2t R@1 vs p50_ms @c1": ["fp32", "int8"]},
+        "settings": {"tasks": ["t2t"], "latency_k": 10, "concurrency_levels": [1]},
+        "latency_schedule": {"mode": "interleaved", "rounds": 3},
+    }
+    markdown = render_compare_markdown(report)
+    assert "| `int8` | int8 | 384 | CPU | captions@v1 |" in markdown
+    assert "| `fp32` | 25.0 | 50.0 | 60.0 |" in markdown
+    assert "| `int8` | 5.0 | 10.0 | 200.0 | 0 |" in markdown
+    assert "| `int8` | -5.0 | ×0.50 | ×2.00 |" in markdown
+    assert "| t2t R@1 vs p50_ms | `fp32`, `int8` |" in markdown
+    assert "| int8 | sis | no SIS file |" in markdown
+    assert f"]({PARETO_PLOT})" in markdown

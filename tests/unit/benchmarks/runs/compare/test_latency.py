@@ -1,0 +1,20 @@
+"""How the variants took turns, as ``compare.json`` records it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.runs.compare.config import CompareConfig
+from benchmarks.runs.compare.latency import latency_schedule
+
+
+def test_schedule_modes() -> None:
+    config = CompareConfig(
+        url="http://x", data_dir=Path("d"), variants=("a", "b"), rounds=2, latency_requests=5
+    )
+    schedule = latency_schedule(config, [["a", "b"], ["b", "a"]])
+    assert schedule["mode"] == "interleaved"
+    assert schedule["chunk_requests"] == [3, 2]
+    assert schedule["orders"] == [["a", "b"], ["b", "a"]]
+    alone = CompareConfig(url="http://x", data_dir=Path("d"), variants=("a",))
+    assert latency_schedule(alone, [])["mode"] == "back_to_back"

@@ -1,0 +1,79 @@
+"""The retrieval phase: probing shallow first, censored medians, image queries as uploads."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import httpx
+import pytest
+
+from benchmarks.data.ground_truth import t2t_task
+from benchmarks.runs.quality.run import run_quality
+from tests.fakes.fake_service import FakeService, dual_tower_service
+from tests.fakes.tiny_data import TinyDataset
+from tests.unit.benchmarks.runs.quality.test_run import (
+    expected_retrieval,
+    images_config,
+    run_report,
+    searches_of,
+    text_config,
+)
+
+
+def test_censored_median_when_k_is_small(tiny: TinyDataset) -> None:
+    # A service that ranks positives last: every first positive lies beyond k.
+    class Reversed(FakeService):
+        def _search(self, body: dict[str, Any]) -> httpx.Response:
+            response = super()._search({**body, "k": len(self.captions)})
+            answer = response.json()
+            answer["results"] = answer["results"][::-1][: body["k"]]
+            for rank, result in enumerate(answer["results"], start=1):
+                result["rank"] = rank
+            return httpx.Response(200, json=answer)
+
+    service = Reversed(tiny.captions)
+    config = text_config(tiny, tasks=("t2t",), k=10)
+    report = asyncio.run(run_quality(config, transport=service.transport())).report
+    entry = report["tasks"]["t2t"]
+    assert entry["median_rank"] is None
+    assert entry["median_rank_censored"] is True
+    assert report["checks"]["order_violations"] > 0
+
+
+@pytest.mark.parametrize("probe_k", [1, 3])
+def test_probing_shallow_first_gives_the_ranks_of_one_deep_search(
+    tiny: TinyDataset, probe_k: int
+) -> None:
+    service = FakeService(tiny.captions)
+    config = text_config(tiny, tasks=("t2t", "t2t_cocaptions"), probe_k=probe_k)
+    report = asyncio.run(run_quality(config, transport=service.transport())).report
+    count = len(tiny.captions)
+    expected = expected_retrieval(tiny, k=count)
+    for name in ("t2t", "t2t_cocaptions"):
+        assert report["tasks"][name] == expected[name]
+    asked = [body["k"] for method, path, body in service.requests if path == "/v1/search"]
+    queries = len(t2t_task(tiny.sts, tiny.captions).queries)
+    # every query is probed once; only those with a positive beyond the probe are asked again
+    assert asked.count(probe_k) == queries
+    deep = asked.count(count)
+    assert 0 < deep < queries
+    assert report["settings"]["probe_k"] == probe_k
+
+
+def test_upload_queries_exercise_the_pixel_path(tiny: TinyDataset) -> None:
+    items = run_report(
+        images_config(tiny, tasks=("i2t", "i2t_original", "i2i")), dual_tower_service(tiny)
+    )
+    service = dual_tower_service(tiny)
+    config = images_config(tiny, tasks=("i2t", "i2t_original", "i2i"), image_queries="upload")
+    uploads = run_report(config, service)
+    for name in ("i2t", "i2t_original", "i2i"):
+        assert uploads["tasks"][name] == items["tasks"][name]
+    assert uploads["settings"]["image_queries"] == "upload"
+    assert uploads["settings"]["images_dir"] == str(tiny.images_dir)  # the default folder
+    searches = searches_of(service)
+    assert all("image" in body["query"] for body in searches)
+    first = searches[0]
+    assert base64.b64decode(first["query"]["image"]) in tiny.image_bytes.values()
