@@ -8,8 +8,8 @@ Sub-packages, by concern (each imports only those listed after it):
   phases and a typed report each;
 - :mod:`benchmarks.drivers`: the service over HTTP — one client interface (httpx, or the raw
   keep-alive connection for load), the closed- and open-loop drivers, the quality replay;
-- :mod:`benchmarks.data`: the harness's view of a dataset (corpus, ground truth, task plan,
+- :mod:`evaluation.data`: the harness's view of a dataset (corpus, ground truth, task plan,
   BISON rows, the cached CIDEr-D matrix), read through :mod:`formats`;
-- :mod:`benchmarks.metrics`: pure metrics (standard library, numpy, scipy and :mod:`formats`
+- :mod:`evaluation.metrics`: pure metrics (standard library, numpy, scipy and :mod:`formats`
   only), also used by the trainer.
 """

@@ -1,7 +1,7 @@
 """Compare trained dual-encoder variants on one split, in one run, through the harness's metrics.
 
 Each variant's ONNX towers embed the split's captions and images once; the harness's in-memory
-path (``benchmarks.runs.quality.in_memory.evaluate_with_scorer``, the same metric code a live
+path (``evaluation.in_memory.evaluate_with_scorer``, the same metric code a live
 run uses) then scores every CxC task and BISON. Prints one Markdown table and writes it with the
 JSON.
 
@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.data.corpus import load_cxc_data
-from benchmarks.runs.quality.in_memory import ScoreFn, Side, evaluate_with_scorer
 from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
+from evaluation.data.corpus import load_cxc_data
+from evaluation.in_memory import ScoreFn, Side, evaluate_with_scorer
 
 RETRIEVAL = ("i2t", "t2i", "t2t", "i2i", "i2t_original", "t2i_original")
 CORRELATION = ("sts", "sis", "sits")

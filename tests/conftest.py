@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fakes.tiny_data import TinyDataset, write_tiny_dataset
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_ROOT = Path(__file__).resolve().parent
 
@@ -90,3 +92,10 @@ def efficientnet_variant_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     variant_dir = tmp_path_factory.mktemp("variants") / "efficientnet-lite0"
     export_efficientnet(variant_dir)
     return variant_dir
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> TinyDataset:
+    """A small Karpathy/CxC-format dataset (12 images × 5 captions, STS ratings) on disk, for
+    the evaluation and benchmark tests."""
+    return write_tiny_dataset(tmp_path / "data", split="val")

@@ -5,7 +5,7 @@ of the 2xx answers; ``qps`` = 2xx answers ÷ window; ``503`` answers (``rejected
 fast "overloaded" refusals) counted apart from other errors and with their own percentiles;
 errors by status or transport failure kind; the client's CPU time per request
 (``time.process_time``); and the Little's law check. :func:`latency_result` is the quality and
-compare runs' smaller closed-loop entry (:class:`benchmarks.metrics.latency.LatencyResult`).
+compare runs' smaller closed-loop entry (:class:`evaluation.metrics.latency.LatencyResult`).
 
 Little's law (L = X·W)
     The client integrates the number of requests it has on the wire over the window
@@ -33,7 +33,7 @@ import logging
 from collections.abc import Sequence
 
 from benchmarks.drivers.samples import LevelRun, Sample
-from benchmarks.metrics.latency import LatencyResult, littles_law, percentile
+from evaluation.metrics.latency import LatencyResult, littles_law, percentile
 
 logger = logging.getLogger(__name__)
 

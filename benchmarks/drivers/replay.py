@@ -21,10 +21,10 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from benchmarks.data.ground_truth import RetrievalTask
-from benchmarks.data.task_groups import first_ranks_of, group_queries
 from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
 from benchmarks.drivers.query_sides import ImageFile, PairSide, resolve_side
+from evaluation.data.ground_truth import RetrievalTask
+from evaluation.data.task_groups import first_ranks_of, group_queries
 
 logger = logging.getLogger(__name__)
 

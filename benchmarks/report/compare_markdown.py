@@ -11,8 +11,8 @@ import functools
 from collections.abc import Mapping
 from typing import Any, Final
 
-from benchmarks.metrics.pareto import primary_quality, quality_metrics
 from benchmarks.report.markdown import cell, markdown_table
+from evaluation.metrics.pareto import primary_quality, quality_metrics
 
 PARETO_PLOT: Final = "compare_pareto.png"
 

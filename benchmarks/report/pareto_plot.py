@@ -8,8 +8,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from benchmarks.metrics.pareto import COST_METRICS, pareto_front, primary_quality, quality_metrics
 from benchmarks.report.figures import save_figure
+from evaluation.metrics.pareto import COST_METRICS, pareto_front, primary_quality, quality_metrics
 
 
 def plot_pareto(report: Mapping[str, Any], path: Path, title: str) -> Path:

@@ -1,8 +1,8 @@
 """The cider run (``python -m benchmarks cider``, ``make cider``): build or reuse a split's
 CIDEr-D matrix, then check it against the per-pair reference implementation.
 
-Phases: ``matrix`` (:func:`benchmarks.data.cider_cache.load_or_build_cider`) and ``parity``
-(:func:`benchmarks.metrics.cider_parity.parity_check` on random pairs plus their own-image pairs,
+Phases: ``matrix`` (:func:`evaluation.data.cider_cache.load_or_build_cider`) and ``parity``
+(:func:`evaluation.metrics.cider_parity.parity_check` on random pairs plus their own-image pairs,
 float64 and stored values, tolerance 1e-6; skipped with ``parity_pairs`` = 0). The command prints
 the :class:`CiderSummary` as JSON and exits 1 on a parity failure.
 """
@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, NotRequired, TypedDict, cast
 
-from benchmarks.data.cider_cache import CachedCider, load_or_build_cider
-from benchmarks.metrics.cider_parity import parity_check
 from benchmarks.runs.options import data_option, no_progress_option, option
 from benchmarks.runs.phases import Phase, run_phases
+from evaluation.data.cider_cache import CachedCider, load_or_build_cider
+from evaluation.metrics.cider_parity import parity_check
 from formats.karpathy import read_captions
 from formats.layout import captions_path
 
@@ -56,8 +56,8 @@ class CiderRunConfig:
 
 class CiderSummary(TypedDict):
     """What ``python -m benchmarks cider`` prints: the cache facts
-    (:meth:`benchmarks.data.cider_cache.CachedCider.as_report`) and, with a parity check,
-    ``parity`` (:class:`benchmarks.metrics.cider_parity.ParityResult`), ``parity_seconds`` and
+    (:meth:`evaluation.data.cider_cache.CachedCider.as_report`) and, with a parity check,
+    ``parity`` (:class:`evaluation.metrics.cider_parity.ParityResult`), ``parity_seconds`` and
     ``parity_ok``."""
 
     cache_file: str

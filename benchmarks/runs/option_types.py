@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TypeVar
 
-from benchmarks.data.task_plan import ALL_TASKS
+from evaluation.data.task_plan import ALL_TASKS
 
 NumberT = TypeVar("NumberT", int, float)
 

@@ -10,8 +10,8 @@ over HTTP against the live service, DESIGN §7). Positives are MS-COCO's origina
 
 Ties follow the project's rule: score descending, then row ascending. A query's rank is the
 1-based position of its best-placed positive under that rule — computed by the live evaluation's
-own :func:`benchmarks.metrics.retrieval.first_positive_ranks`, and summarised by its
-:func:`benchmarks.metrics.retrieval.retrieval_metrics`.
+own :func:`evaluation.metrics.retrieval.first_positive_ranks`, and summarised by its
+:func:`evaluation.metrics.retrieval.retrieval_metrics`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
-from benchmarks.metrics.retrieval import first_positive_ranks
-from benchmarks.metrics.retrieval import retrieval_metrics as summarise_ranks
+from evaluation.metrics.retrieval import first_positive_ranks
+from evaluation.metrics.retrieval import retrieval_metrics as summarise_ranks
 
 RECALL_AT: Final = (1, 5, 10)
 # Query rows per block: a block of scores is [block, candidates] float32 (25,000 captions →

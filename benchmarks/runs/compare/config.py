@@ -6,9 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from benchmarks.data.corpus import DATASETS
-from benchmarks.data.task_plan import QUALITY_TASKS
-from benchmarks.metrics.correlation import DEFAULT_SAMPLES
 from benchmarks.runs.option_types import (
     at_least_zero,
     int_list,
@@ -25,6 +22,9 @@ from benchmarks.runs.options import (
     url_option,
 )
 from benchmarks.runs.quality.config import QualityRunConfig
+from evaluation.data.corpus import DATASETS
+from evaluation.data.task_plan import QUALITY_TASKS
+from evaluation.metrics.correlation import DEFAULT_SAMPLES
 
 DEFAULT_COMPARE_TASKS: Final = ("t2t", "t2t_cocaptions", "sts")
 
@@ -41,7 +41,7 @@ class CompareConfig:
         split: the split name in the file names.
         dataset: ``coco-karpathy`` or ``scenes``.
         out_dir: where the command line writes the report (not used by the run itself).
-        tasks: quality tasks, a subset of :data:`benchmarks.data.task_plan.QUALITY_TASKS`; the
+        tasks: quality tasks, a subset of :data:`evaluation.data.task_plan.QUALITY_TASKS`; the
             default needs a text tower only.
         limit_queries: each retrieval task's first N queries only; all when ``None``.
         k: results per retrieval query.

@@ -20,8 +20,8 @@ from benchmarks.drivers.http_client import CrisscrossClient
 from benchmarks.drivers.level_summary import latency_result
 from benchmarks.drivers.query_sides import text_query
 from benchmarks.drivers.samples import LevelRun
-from benchmarks.metrics.latency import LatencyResult
 from benchmarks.runs.compare.config import CompareConfig
+from evaluation.metrics.latency import LatencyResult
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ really in use (per tower), dimension and served bundle versions go into the repo
 
 The report (:class:`CompareReport`) holds one entry per variant (facts, tasks, latency), the
 schedule and the Pareto-optimal variants per quality and cost metric
-(:mod:`benchmarks.metrics.pareto`); its Markdown and plot are :mod:`benchmarks.report`'s.
+(:mod:`evaluation.metrics.pareto`); its Markdown and plot are :mod:`benchmarks.report`'s.
 """
 
 from __future__ import annotations
@@ -31,13 +31,13 @@ from typing import Any, Final, TypedDict
 import httpx
 
 from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
-from benchmarks.metrics.pareto import pareto_sets
 from benchmarks.runs.compare.config import CompareConfig
 from benchmarks.runs.compare.latency import interleaved_latency, latency_schedule
 from benchmarks.runs.environment import environment_info
 from benchmarks.runs.phases import Phase, run_phases
 from benchmarks.runs.quality.run import run_quality
 from benchmarks.runs.service_facts import loaded_variants
+from evaluation.metrics.pareto import pareto_sets
 from formats.karpathy import read_captions
 from formats.layout import captions_path
 

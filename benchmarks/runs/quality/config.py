@@ -6,9 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from benchmarks.data.corpus import DATASETS, default_images_dir
-from benchmarks.data.task_plan import ALL_TASKS, IMAGE_QUERY_MODES, RETRIEVAL_TASKS, ImageQueryMode
-from benchmarks.metrics.correlation import DEFAULT_SAMPLES
 from benchmarks.runs.option_types import at_least_zero, int_list, positive_int, task_list
 from benchmarks.runs.options import (
     data_option,
@@ -18,6 +15,9 @@ from benchmarks.runs.options import (
     ready_timeout_option,
     url_option,
 )
+from evaluation.data.corpus import DATASETS, default_images_dir
+from evaluation.data.task_plan import ALL_TASKS, IMAGE_QUERY_MODES, RETRIEVAL_TASKS, ImageQueryMode
+from evaluation.metrics.correlation import DEFAULT_SAMPLES
 
 CiderMode = Literal["auto", "off"]
 CIDER_MODES: tuple[CiderMode, ...] = ("auto", "off")

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.data.corpus import CxcData
-from benchmarks.data.ground_truth import RetrievalTask
-from benchmarks.data.task_plan import ServiceView, TaskPlan
 from benchmarks.drivers.http_client import CrisscrossClient
 from benchmarks.drivers.query_sides import ImageSides
 from benchmarks.drivers.replay import ServedBy
 from benchmarks.runs.quality.config import QualityRunConfig
+from evaluation.data.corpus import CxcData
+from evaluation.data.ground_truth import RetrievalTask
+from evaluation.data.task_plan import ServiceView, TaskPlan
 
 
 @dataclass

@@ -1,11 +1,11 @@
 """The graded phase: NCS, semantic recall and the false-negative view of i2t / t2i.
 
 For every i2t / t2i group the retrieval phase kept each query's first result ids; this phase
-reads the split's CIDEr-D matrix (:mod:`benchmarks.data.cider_cache`, built when missing) as the
+reads the split's CIDEr-D matrix (:mod:`evaluation.data.cider_cache`, built when missing) as the
 direction's graded relevance ``N`` — ``N[caption j, image q]`` for i2t, ``N[caption q, image j]``
 for t2i — with the MS-COCO ground truth (an image's own captions / a caption's own image) and
-CxC's SITS scores, and computes :mod:`benchmarks.metrics.semantic`'s NCS / SR and
-:mod:`benchmarks.metrics.false_negatives`' view (Biten et al. 2022).
+CxC's SITS scores, and computes :mod:`evaluation.metrics.semantic`'s NCS / SR and
+:mod:`evaluation.metrics.false_negatives`' view (Biten et al. 2022).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from benchmarks.data.cider_cache import load_or_build_cider
-from benchmarks.data.corpus import CxcData
-from benchmarks.data.ground_truth import RetrievalTask
-from benchmarks.metrics.false_negatives import LabelledResult, false_negative_view
-from benchmarks.metrics.semantic import (
+from benchmarks.runs.quality.context import QualityContext
+from evaluation.data.cider_cache import load_or_build_cider
+from evaluation.data.corpus import CxcData
+from evaluation.data.ground_truth import RetrievalTask
+from evaluation.metrics.false_negatives import LabelledResult, false_negative_view
+from evaluation.metrics.semantic import (
     CURVE_DEPTH,
     SR_RELEVANT,
     GradedPerQuery,
@@ -30,7 +31,6 @@ from benchmarks.metrics.semantic import (
     graded_entry,
     graded_per_query,
 )
-from benchmarks.runs.quality.context import QualityContext
 from formats.cxc import RatingKind
 
 

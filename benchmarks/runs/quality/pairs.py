@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import time
 
-from benchmarks.data.bison_rows import BisonPlan, plan_bison
-from benchmarks.data.task_plan import CORRELATION_TASKS
 from benchmarks.drivers.query_sides import PairSide, item_ref, text_query
 from benchmarks.drivers.replay import ScoreReplay, replay_scores
 from benchmarks.runs.quality.context import QualityContext
-from benchmarks.runs.quality.entries import bison_entry, correlation_entry
+from evaluation.data.bison_rows import BisonPlan, plan_bison
+from evaluation.data.task_plan import CORRELATION_TASKS
+from evaluation.entries import bison_entry, correlation_entry
 from formats.cxc import RatingKind
 
 logger = logging.getLogger(__name__)

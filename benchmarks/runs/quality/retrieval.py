@@ -13,15 +13,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks.data.ground_truth import RetrievalTask
-from benchmarks.data.task_groups import retrieval_groups
 from benchmarks.drivers.http_client import JsonObject
 from benchmarks.drivers.query_sides import item_ref, text_query, upload_file
 from benchmarks.drivers.replay import replay_retrieval
-from benchmarks.metrics.semantic import CURVE_DEPTH, GRADED_KS, recall_eq1
 from benchmarks.runs.quality.context import QualityContext
-from benchmarks.runs.quality.entries import retrieval_entries
 from benchmarks.runs.quality.graded import direction_of, ground_truth_size
+from evaluation.data.ground_truth import RetrievalTask
+from evaluation.data.task_groups import retrieval_groups
+from evaluation.entries import retrieval_entries
+from evaluation.metrics.semantic import CURVE_DEPTH, GRADED_KS, recall_eq1
 
 
 def query_builder(context: QualityContext, task: RetrievalTask) -> Callable[[str], JsonObject]:

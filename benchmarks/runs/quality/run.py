@@ -4,7 +4,7 @@ live service and build ``report.json``.
 Setup: wait for ``GET /readyz``; read ``GET /v1/collections`` (sizes, variant, bundle version)
 and ``GET /v1/variants`` (the variant's ``towers``); check each served collection's size against
 the captions file; plan the requested tasks the service can answer (the others are skipped with
-a reason, :mod:`benchmarks.data.task_plan`). Then :data:`PHASES`, in order:
+a reason, :mod:`evaluation.data.task_plan`). Then :data:`PHASES`, in order:
 
 1. ``retrieval`` (:mod:`~benchmarks.runs.quality.retrieval`): t2t, i2t, t2i, i2i and MS-COCO's
    original pairs, one ``POST /v1/search`` per distinct query of each group;
@@ -15,7 +15,7 @@ a reason, :mod:`benchmarks.data.task_plan`). Then :data:`PHASES`, in order:
 4. ``latency`` (:mod:`~benchmarks.runs.quality.latency`): closed-loop text searches per level.
 
 Every score comes from the service's answers. The same numbers from an in-memory scorer:
-:func:`benchmarks.runs.quality.in_memory.evaluate_with_scorer`. The report's keys are
+:func:`evaluation.in_memory.evaluate_with_scorer`. The report's keys are
 :class:`QualityReport`'s; its Markdown and plots are :mod:`benchmarks.report`'s.
 """
 
@@ -29,8 +29,6 @@ from typing import Any, Final, NotRequired, TypedDict
 
 import httpx
 
-from benchmarks.data.corpus import CxcData, load_cxc_data
-from benchmarks.data.task_plan import RATING_FILE_OF, ServiceView, plan_tasks
 from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
 from benchmarks.drivers.query_sides import ImageSides
 from benchmarks.runs.environment import environment_info
@@ -43,6 +41,8 @@ from benchmarks.runs.quality.pairs import bison_phase, correlation_phase
 from benchmarks.runs.quality.retrieval import retrieval_phase
 from benchmarks.runs.service_facts import optional_variants, variant_collections, variant_towers
 from benchmarks.runs.setup_error import BenchmarkSetupError
+from evaluation.data.corpus import CxcData, load_cxc_data
+from evaluation.data.task_plan import RATING_FILE_OF, ServiceView, plan_tasks
 from formats.cxc import RatingKind
 from formats.layout import captions_path
 

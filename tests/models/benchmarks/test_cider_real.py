@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.metrics.cider_parity import parity_check
+from evaluation.metrics.cider_parity import parity_check
 from formats.karpathy import read_captions
 from formats.layout import captions_path
 

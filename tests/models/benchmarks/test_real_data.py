@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.data.bison_rows import plan_bison
-from benchmarks.data.corpus import load_cxc_data
-from benchmarks.data.ground_truth import t2t_cocaptions_task, t2t_task
-from benchmarks.data.task_groups import build_retrieval_task
+from evaluation.data.bison_rows import plan_bison
+from evaluation.data.corpus import load_cxc_data
+from evaluation.data.ground_truth import t2t_cocaptions_task, t2t_task
+from evaluation.data.task_groups import build_retrieval_task
 from formats.cxc import RatingKind, read_ratings
 from formats.karpathy import read_captions
 from formats.layout import captions_path

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.data.corpus import load_cxc_data
-from benchmarks.runs.quality.in_memory import ScoreFn, Side, evaluate_with_scorer
+from evaluation.data.corpus import load_cxc_data
+from evaluation.in_memory import ScoreFn, Side, evaluate_with_scorer
 from scenes.generate import GenerationConfig, generate_scenes
 from scenes.oracle import SceneOracle
 

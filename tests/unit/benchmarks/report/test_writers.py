@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks.metrics.pareto import quality_metrics
 from benchmarks.report.writers import (
     write_compare_outputs,
     write_load_outputs,
@@ -16,6 +15,7 @@ from benchmarks.report.writers import (
 from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.load.run import LoadRun
 from benchmarks.runs.quality.run import QualityRun
+from evaluation.metrics.pareto import quality_metrics
 from tests.fakes.fake_variants import two_variants
 from tests.fakes.tiny_data import TinyDataset
 from tests.unit.benchmarks.runs.compare.test_run import config_for

@@ -1,12 +1,12 @@
 """In-memory retrieval metrics: ranks of the first positive (the live evaluation's tie-aware
-ranking, ``benchmarks.metrics.retrieval``), ties by row, the three tasks."""
+ranking, ``evaluation.metrics.retrieval``), ties by row, the three tasks."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from benchmarks.metrics.retrieval import first_positive_ranks
+from evaluation.metrics.retrieval import first_positive_ranks
 from training.trainer.retrieval import retrieval_metrics, summarise
 
 

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from benchmarks.metrics.pareto import quality_metrics
 from benchmarks.runs.compare.config import DEFAULT_COMPARE_TASKS, CompareConfig
 from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.quality.config import QualityRunConfig
 from benchmarks.runs.quality.run import run_quality
 from benchmarks.runs.setup_error import BenchmarkSetupError
+from evaluation.metrics.pareto import quality_metrics
 from tests.fakes.fake_variants import SLOW_DELAY_S, MultiVariantService, two_variants
 from tests.fakes.tiny_data import TinyDataset
 

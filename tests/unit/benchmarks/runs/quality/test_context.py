@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.data.corpus import CxcData
-from benchmarks.data.task_plan import ServiceView, TaskPlan
 from benchmarks.drivers.http_client import CrisscrossClient
 from benchmarks.drivers.query_sides import ImageSides
 from benchmarks.runs.quality.config import QualityRunConfig
 from benchmarks.runs.quality.context import QualityContext, QualityResults
+from evaluation.data.corpus import CxcData
+from evaluation.data.task_plan import ServiceView, TaskPlan
 
 
 def test_collection_names_and_fresh_results() -> None:

@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks.data.cider_cache import load_or_build_cider
-from benchmarks.data.corpus import load_cxc_data
-from benchmarks.data.task_groups import build_retrieval_task
-from benchmarks.metrics.retrieval import rank_by_scores
 from benchmarks.report.writers import write_quality_outputs
 from benchmarks.runs.quality.config import QualityRunConfig
 from benchmarks.runs.quality.run import run_quality
+from evaluation.data.cider_cache import load_or_build_cider
+from evaluation.data.corpus import load_cxc_data
+from evaluation.data.task_groups import build_retrieval_task
+from evaluation.metrics.retrieval import rank_by_scores
 from tests.fakes.fake_service import FakeService, toy_similarity
 from tests.fakes.tiny_data import TinyDataset
-from tests.unit.benchmarks.metrics.test_semantic import oracle_metrics, oracle_recall_eq1
+from tests.unit.evaluation.metrics.test_semantic import oracle_metrics, oracle_recall_eq1
 
 TASKS = ("t2t", "i2t", "i2t_original", "t2i", "t2i_original")
 

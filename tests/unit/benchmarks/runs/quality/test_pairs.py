@@ -3,12 +3,12 @@ images collection."""
 
 from __future__ import annotations
 
-from benchmarks.data.corpus import load_cxc_data
-from benchmarks.runs.quality.in_memory import evaluate_with_scorer
+from evaluation.data.corpus import load_cxc_data
+from evaluation.in_memory import evaluate_with_scorer
 from tests.fakes.fake_service import dual_tower_service
 from tests.fakes.tiny_data import TinyDataset
-from tests.unit.benchmarks.runs.quality.test_in_memory import toy_scorer
 from tests.unit.benchmarks.runs.quality.test_run import IMAGE_SAMPLES, images_config, run_report
+from tests.unit.evaluation.test_in_memory import toy_scorer
 
 
 def test_pair_tasks_upload_when_the_images_collection_is_missing(tiny: TinyDataset) -> None:

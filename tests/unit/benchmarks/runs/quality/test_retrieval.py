@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from benchmarks.data.ground_truth import t2t_task
 from benchmarks.runs.quality.run import run_quality
+from evaluation.data.ground_truth import t2t_task
 from tests.fakes.fake_service import FakeService, dual_tower_service
 from tests.fakes.tiny_data import TinyDataset
 from tests.unit.benchmarks.runs.quality.test_run import (

@@ -11,20 +11,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks.data.corpus import load_cxc_data
-from benchmarks.data.ground_truth import t2t_cocaptions_task, t2t_task
-from benchmarks.data.task_groups import build_retrieval_task
-from benchmarks.data.task_plan import QUALITY_TASKS, RETRIEVAL_TASKS
-from benchmarks.metrics.correlation import bootstrap_spearman
-from benchmarks.metrics.retrieval import evaluate_rankings, rank_by_scores
 from benchmarks.report.writers import write_quality_outputs
 from benchmarks.runs.quality.config import QualityRunConfig
-from benchmarks.runs.quality.in_memory import evaluate_with_scorer
 from benchmarks.runs.quality.run import run_quality
 from benchmarks.runs.setup_error import BenchmarkSetupError
+from evaluation.data.corpus import load_cxc_data
+from evaluation.data.ground_truth import t2t_cocaptions_task, t2t_task
+from evaluation.data.task_groups import build_retrieval_task
+from evaluation.data.task_plan import QUALITY_TASKS, RETRIEVAL_TASKS
+from evaluation.in_memory import evaluate_with_scorer
+from evaluation.metrics.correlation import bootstrap_spearman
+from evaluation.metrics.retrieval import evaluate_rankings, rank_by_scores
 from tests.fakes.fake_service import FakeService, dual_tower_service, toy_similarity
 from tests.fakes.tiny_data import EXTRA_IMAGE_ID, TinyDataset
-from tests.unit.benchmarks.runs.quality.test_in_memory import toy_scorer
+from tests.unit.evaluation.test_in_memory import toy_scorer
 
 SAMPLES = 60
 
