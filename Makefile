@@ -137,7 +137,7 @@ test: install ## run the whole test suite (unit, api, contract, real model, real
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 check: install ## the fast lane: every test that needs no exported model, real data or server (<1 min)
-	$(PY) -m pytest -q -m "not slow and not e2e and not gpu" -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n auto -m "not slow and not e2e and not gpu" -p no:cacheprovider $(PYTEST_ARGS)
 
 contract: install ## schemathesis --checks all against a live service, without and with keys
 	$(PY) -m pytest -q tests/contract -p no:cacheprovider $(PYTEST_ARGS)

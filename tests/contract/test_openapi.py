@@ -193,6 +193,7 @@ def _fuzz_cases() -> list[tuple[str, str, GenerationMode]]:
     return cases
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 @pytest.mark.parametrize(("method", "path", "mode"), _fuzz_cases())
 def test_no_input_causes_a_server_error(
     fuzz_schema: schemathesis.BaseSchema, method: str, path: str, mode: GenerationMode

@@ -234,6 +234,7 @@ def test_cxc_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     assert "tasks must be among" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_cxc_runs_every_task_with_image_flags(
     tiny: TinyDataset,
     tmp_path: Path,
@@ -308,6 +309,7 @@ def test_cxc_rejects_unknown_dataset_and_mode(capsys: pytest.CaptureFixture[str]
     assert "invalid choice" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_load_end_to_end(
     tiny: TinyDataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -364,6 +366,7 @@ def test_load_end_to_end(
     assert report["efficiency_ratio"] is None
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_compare_end_to_end(
     tiny: TinyDataset,
     tmp_path: Path,

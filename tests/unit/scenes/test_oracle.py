@@ -106,6 +106,7 @@ def test_oracle_has_perfect_recall_at_1_in_all_four_directions(
     assert results["i2t"][1] == len(image_keys)
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 @pytest.mark.parametrize("split", ["train", "val", "test"])
 def test_oracle_is_right_on_every_bison_row(
     small_corpus: Path, oracle: SceneOracle, split: str

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.report.quality_plots import (
     plot_false_negatives,
     plot_graded_curves,
@@ -14,6 +16,7 @@ from benchmarks.report.quality_plots import (
 )
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_every_plot_of_a_full_report(quality_report: dict[str, Any], tmp_path: Path) -> None:
     paths = [
         plot_recall_curves(quality_report["recall_curves"], tmp_path / "r.png", "R@K"),

@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from benchmarks.report.writers import (
     write_compare_outputs,
     write_load_outputs,
@@ -21,6 +23,7 @@ from tests.fakes.tiny_data import TinyDataset
 from tests.unit.benchmarks.runs.compare.test_run import config_for
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_a_quality_run_s_files(quality_report: dict[str, Any], tmp_path: Path) -> None:
     run = QualityRun(report=quality_report, latencies_ms={"c1": (1.0, 2.0, 3.0)})  # type: ignore[arg-type]
     written = write_quality_outputs(run, tmp_path / "out")
@@ -59,6 +62,7 @@ def test_a_load_run_s_files(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_outputs_hold_the_tables_and_the_plot(tiny: TinyDataset, tmp_path: Path) -> None:
     service = two_variants(tiny)
     run = asyncio.run(run_compare(config_for(tiny), transport=service.transport()))

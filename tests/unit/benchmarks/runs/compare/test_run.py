@@ -45,6 +45,7 @@ def latency_searches(service: MultiVariantService) -> list[tuple[str, dict[str, 
     return [(name, body) for name, body in service.searches if body["k"] == LATENCY_K]
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_each_variant_gets_the_quality_of_its_own_run(tiny: TinyDataset) -> None:
     service = two_variants(tiny)
     report = asyncio.run(run_compare(config_for(tiny), transport=service.transport())).report
@@ -78,6 +79,7 @@ def test_each_variant_gets_the_quality_of_its_own_run(tiny: TinyDataset) -> None
     assert all(name == body["variant"] for name, body in quality)
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_latency_is_interleaved_on_the_same_queries_and_tells_variants_apart(
     tiny: TinyDataset,
 ) -> None:

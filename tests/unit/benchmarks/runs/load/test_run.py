@@ -60,6 +60,7 @@ def load_config(url: str, tiny: TinyDataset, **kwargs: object) -> LoadRunConfig:
     return LoadRunConfig(**settings)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_overload_shows_fast_rejections(tiny: TinyDataset) -> None:
     """Offered far past capacity: the fake service's queue fills and it answers 503 fast."""
     service = FakeSearchService(service_s=0.01, queue_limit=2)

@@ -65,6 +65,7 @@ def _rankings(tiny: TinyDataset, name: str, queries: tuple[str, ...]) -> list[li
     return rank_by_scores(scores, targets, len(targets))
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_graded_metrics_match_the_oracles(tiny: TinyDataset, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     run = asyncio.run(run_quality(_config(tiny, cache), transport=_service(tiny).transport()))

@@ -90,6 +90,7 @@ def expected_retrieval(tiny: TinyDataset, k: int) -> dict[str, dict[str, object]
     return expected
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_report_matches_in_memory_oracle(tiny: TinyDataset, tmp_path: Path) -> None:
     service = FakeService(tiny.captions, not_ready_polls=2, overloaded_searches=2)
     run = asyncio.run(run_quality(text_config(tiny), transport=service.transport()))
@@ -210,6 +211,7 @@ def test_numbers_are_exactly_the_recorded_ones(
     assert set(found["latency"]) == {"c2"}
 
 
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_all_directions_and_bison_match_the_in_memory_scorer(
     tiny: TinyDataset, tmp_path: Path
 ) -> None:
