@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
-from starlette.responses import Response
-
 from service.schemas import ErrorResponse
 
 _DESCRIPTIONS = {
@@ -39,11 +36,3 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 
 JSON_BODY_ERRORS = error_responses(*AUTH_ERRORS, 404, 413, 415, 422, 503)
-
-
-def json_response(model: BaseModel) -> Response:
-    """``model`` as an ``application/json`` response, serialised once in pydantic's core.
-
-    A route declaring ``response_model`` that returns a model would have FastAPI validate it a
-    second time before encoding it; hot routes build their model validated and return this."""
-    return Response(model.model_dump_json(), media_type="application/json")

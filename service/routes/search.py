@@ -16,7 +16,7 @@ from service.exceptions import ImageRefusedError, quoted
 from service.images import ImagePayload, refuse_oversized_file
 from service.knn import SearchHit
 from service.request_context import RequestContext
-from service.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses, json_response
+from service.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses
 from service.schemas import (
     SearchOptions,
     SearchRequest,
@@ -70,7 +70,9 @@ def _response(
             ),
         }
     )
-    return json_response(response)
+    # Serialised once in pydantic's core: returning the model from a route that declares
+    # ``response_model`` would have FastAPI validate it a second time before encoding it.
+    return Response(response.model_dump_json(), media_type="application/json")
 
 
 @router.post(
