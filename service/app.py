@@ -190,15 +190,16 @@ def _document_as_configured(app: FastAPI, state: ServiceState, keys: KeyRing) ->
     makes (:func:`service.openapi.configured_document`): once before the catalog is loaded,
     once more after (the served variants' dimension)."""
     generate = app.openapi
-    made_for: list[tuple[int, ...] | None] = [None]
+    made_for: tuple[int, ...] | None = None
 
     def openapi() -> dict[str, Any]:
+        nonlocal made_for
         catalog = state.catalog
         dims = tuple(sorted({v.dim for v in catalog.variants})) if catalog is not None else ()
-        if app.openapi_schema is None or made_for[0] != dims:
+        if app.openapi_schema is None or made_for != dims:
             app.openapi_schema = None
             app.openapi_schema = configured_document(generate(), state.settings, keys, dims)
-            made_for[0] = dims
+            made_for = dims
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -138,51 +138,48 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         needed = required_role(_app_path(scope))
-        if (
-            needed is None
-            or (needed == "read" and not self.keys.read_required)
-            or self._method_not_allowed(scope)
-        ):
+        refusal = None if needed is None else self._refusal(scope, needed)
+        # Routes are matched only for a request about to be refused, off the common path.
+        if refusal is None or self._method_not_allowed(scope):
             await self.app(scope, receive, send)
             return
+        code, message, headers = refusal
+        await self._refuse(scope, receive, send, code, message, headers=headers)
+
+    def _refusal(
+        self, scope: Scope, needed: Role
+    ) -> tuple[ErrorCode, str, dict[str, str] | None] | None:
+        """Why a request needing ``needed`` is refused (code, message, headers), or None."""
+        if needed == "read" and not self.keys.read_required:
+            return None
         if needed == "admin" and not self.keys.admin_configured:
-            await self._refuse(
-                scope,
-                receive,
-                send,
+            return (
                 ErrorCode.FORBIDDEN,
                 "admin routes are disabled on this server: no admin_keys are configured",
+                None,
             )
-            return
-        presented = presented_keys(Headers(scope=scope))
+        headers = Headers(scope=scope)
+        presented = presented_keys(headers)
         if not presented:
-            await self._refuse(
-                scope,
-                receive,
-                send,
+            return (
                 ErrorCode.UNAUTHORIZED,
                 f"this route needs {'an admin' if needed == 'admin' else 'an API'} key: send "
                 "'Authorization: Bearer <key>' or 'x-api-key: <key>'",
-                headers=_CHALLENGE,
+                _CHALLENGE,
             )
-            return
         roles = {self.keys.role_of(key) for key in presented}
-        if None in roles or foreign_authorization(Headers(scope=scope)):
+        if None in roles or foreign_authorization(headers):
             # A wrong key is refused even beside a right one: credentials that disagree say the
             # client is confused or probing, and the answer must not depend on which one wins.
-            await self._refuse(
-                scope, receive, send, ErrorCode.FORBIDDEN, "the API key is not valid"
-            )
-            return
+            return ErrorCode.FORBIDDEN, "the API key is not valid", None
         if "admin" in roles or (needed == "read" and "read" in roles):
-            await self.app(scope, receive, send)
-            return
+            return None
         message = (
             "this route needs an admin key"
             if needed == "admin" and "read" in roles
             else "the API key is not valid"
         )
-        await self._refuse(scope, receive, send, ErrorCode.FORBIDDEN, message)
+        return ErrorCode.FORBIDDEN, message, None
 
     async def _refuse(
         self,

@@ -64,24 +64,7 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
         if items is not None:
             items.update(limits)
 
-    upload = (
-        schema.get("paths", {})
-        .get(UPLOAD_ROUTE, {})
-        .get("post", {})
-        .get("requestBody", {})
-        .get("content", {})
-        .get("multipart/form-data", {})
-        .get("schema", {})
-        .get("properties", {})
-    )
-    if "k" in upload:
-        upload["k"].update({"maximum": settings.max_k})
-    if "exclude" in upload:
-        upload["exclude"].update({"maxItems": settings.max_exclude})
-    if "collection" in upload:
-        # An empty form field counts as not given, and the collection is required.
-        upload["collection"].update({"minLength": 1})
-    form = (
+    form: dict[str, Any] | None = (
         schema.get("paths", {})
         .get(UPLOAD_ROUTE, {})
         .get("post", {})
@@ -92,4 +75,12 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
     )
     if form is not None:
         form["additionalProperties"] = False
+        fields = form.get("properties", {})
+        if "k" in fields:
+            fields["k"]["maximum"] = settings.max_k
+        if "exclude" in fields:
+            fields["exclude"]["maxItems"] = settings.max_exclude
+        if "collection" in fields:
+            # An empty form field counts as not given, and the collection is required.
+            fields["collection"]["minLength"] = 1
     return schema

@@ -10,7 +10,8 @@ encoding, so one request model serves every configuration.
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
 from fastapi import Body
 from pydantic import (
@@ -99,10 +100,6 @@ class ItemRef(_Request):
     id: str = Field(examples=[EXAMPLE_CAPTION_ID, "COCO_val2014_000000184613.jpg"])
 
 
-QueryKind = Literal["text", "image", "item", "vector"]
-QUERY_KINDS: tuple[QueryKind, ...] = ("text", "image", "item", "vector")
-
-
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 """A JSON number that is finite (``NaN``, ``Infinity`` are refused with 422)."""
 
@@ -159,23 +156,22 @@ class VectorQuery(_Request):
         return VectorSide(self.vector, f"{where}.vector")
 
 
-_QUERY_CLASSES: dict[QueryKind, type[_Request]] = {
-    "text": TextQuery,
-    "image": ImageQuery,
-    "item": ItemQuery,
-    "vector": VectorQuery,
-}
+def _one_key_tag(members: Mapping[str, type[BaseModel]]) -> Callable[[Any], str | None]:
+    """The discriminator of a union whose members each hold one required key named for its tag:
+    a dict's tag is the one member key it holds (None: none or several), a model's its class's."""
+
+    def tag(value: Any) -> str | None:
+        if isinstance(value, dict):
+            given = [key for key in members if key in value]
+            return given[0] if len(given) == 1 else None
+        return next((key for key, cls in members.items() if isinstance(value, cls)), None)
+
+    return tag
 
 
-def _query_kind(value: Any) -> str | None:
-    """The tag of a query side: the one kind key it holds (None: none or several)."""
-    if isinstance(value, dict):
-        given = [kind for kind in QUERY_KINDS if kind in value]
-        return given[0] if len(given) == 1 else None
-    for kind, cls in _QUERY_CLASSES.items():
-        if isinstance(value, cls):
-            return kind
-    return None
+_query_kind = _one_key_tag(
+    {"text": TextQuery, "image": ImageQuery, "item": ItemQuery, "vector": VectorQuery}
+)
 
 
 QueryInput = Annotated[
@@ -385,13 +381,7 @@ class EmbedImages(_Request):
             check_base64_length(f"images.{index}", image, settings)
 
 
-def _embed_kind(value: Any) -> str | None:
-    if isinstance(value, dict):
-        given = [kind for kind in ("texts", "images") if kind in value]
-        return given[0] if len(given) == 1 else None
-    if isinstance(value, EmbedTexts):
-        return "texts"
-    return "images" if isinstance(value, EmbedImages) else None
+_embed_kind = _one_key_tag({"texts": EmbedTexts, "images": EmbedImages})
 
 
 EmbedRequest = Annotated[
