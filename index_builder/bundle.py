@@ -6,6 +6,8 @@ Layout (DESIGN §4)::
                                    <collection>.faiss
                                    <collection>.ids.jsonl
                                    <collection>.vectors.npy
+                                   <collection>.columns.npz   typed metadata for filters
+                                   build_report.json ...      extra files a build adds
     <bundles_root>/<name>/CURRENT      the served version's folder name
 
 A version folder is written under a temporary name, every file fsynced, then renamed into
@@ -30,10 +32,22 @@ import faiss
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from formats.field_types import FieldType
 from formats.hashing import sha256_file
+from index_builder.columns import (
+    Column,
+    ColumnError,
+    build_columns,
+    infer_fields,
+    load_columns,
+    save_columns,
+)
 from index_builder.faiss_index import build_index
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
+"""Versions :func:`verify_bundle` accepts: version 1 bundles have no columns file; their fields
+are inferred from the items' metadata when they are loaded."""
 MANIFEST_FILE = "manifest.json"
 CURRENT_FILE = "CURRENT"
 VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -57,6 +71,9 @@ class CollectionManifest(BaseModel):
     factory: str
     metric: Literal["ip"]
     search_params: dict[str, float | int | str]
+    fields: dict[str, FieldType] = {}
+    """Metadata fields filters can use, with their types."""
+    columns_file: str | None = None
 
 
 class BundleManifest(BaseModel):
@@ -82,7 +99,8 @@ class CollectionInput:
     """One collection to write: ids, metadata and vectors in row order.
 
     ``vectors`` is float32 ``[n, d]`` with L2-normalised rows; ``metadata`` holds one
-    JSON-serialisable mapping per row.
+    JSON-serialisable mapping per row. ``fields`` types the metadata fields filters may use
+    (:mod:`index_builder.columns`); None infers them from the values.
     """
 
     name: str
@@ -90,6 +108,7 @@ class CollectionInput:
     metadata: Sequence[Mapping[str, object]]
     vectors: np.ndarray
     factory: str = "Flat"
+    fields: Mapping[str, FieldType] | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +124,13 @@ class LoadedCollection:
     factory: str
     metric: Literal["ip"]
     search_params: dict[str, float | int | str] = field(default_factory=dict)
+    columns: dict[str, Column] = field(default_factory=dict)
+    """The typed metadata columns filters read, by field name."""
+
+    @property
+    def fields(self) -> dict[str, FieldType]:
+        """Filterable field name → type, sorted by name."""
+        return {name: self.columns[name].type for name in sorted(self.columns)}
 
     @property
     def dim(self) -> int:
@@ -195,6 +221,13 @@ def _write_collection(folder: Path, collection: CollectionInput) -> CollectionMa
                 raise BundleError(f"{collection.name}: metadata may not redefine 'id'")
             handle.write(json.dumps({"id": item_id, **metadata}, ensure_ascii=False) + "\n")
     np.save(folder / vectors_file, vectors)
+    try:
+        fields = dict(collection.fields or infer_fields(collection.metadata))
+        columns = build_columns(collection.metadata, fields)
+    except ColumnError as exc:
+        raise BundleError(f"{collection.name}: {exc}") from exc
+    columns_file = f"{collection.name}.columns.npz"
+    save_columns(folder / columns_file, columns)
     return CollectionManifest(
         count=vectors.shape[0],
         dim=vectors.shape[1],
@@ -204,6 +237,8 @@ def _write_collection(folder: Path, collection: CollectionInput) -> CollectionMa
         factory=collection.factory,
         metric="ip",
         search_params={},
+        fields=fields,
+        columns_file=columns_file,
     )
 
 
@@ -217,12 +252,14 @@ def write_bundle(
     version: str | None = None,
     make_current: bool = True,
     build_info: Mapping[str, object] | None = None,
+    extra_files: Mapping[str, bytes] | None = None,
 ) -> Path:
     """Write a bundle version atomically and return its folder.
 
     Files go into a temporary sibling folder, are fsynced, hashed into the manifest and the
     folder is renamed into place; with ``make_current`` the ``CURRENT`` pointer is then
-    switched. An existing version is never overwritten.
+    switched. An existing version is never overwritten. ``extra_files`` (plain names → bytes,
+    e.g. a build report) are written and hashed beside the collections.
     """
     if not VERSION_PATTERN.match(name):
         raise BundleError(f"bundle name {name!r} is not a plain folder name")
@@ -248,6 +285,11 @@ def write_bundle(
         collection_manifests = {
             collection.name: _write_collection(staging, collection) for collection in collections
         }
+        for filename, content in (extra_files or {}).items():
+            target = staging / filename
+            if target.parent != staging or target.exists() or filename == MANIFEST_FILE:
+                raise BundleError(f"extra file {filename!r} is not a new plain file name")
+            target.write_bytes(content)
         files = {}
         for path in sorted(staging.iterdir()):
             _fsync_path(path)
@@ -318,14 +360,16 @@ def verify_bundle(version_dir: Path) -> BundleManifest:
     Raises :class:`BundleError` naming the first problem found.
     """
     manifest = read_manifest(version_dir)
-    if manifest.schema_version != SCHEMA_VERSION:
+    if manifest.schema_version not in READABLE_SCHEMA_VERSIONS:
         raise BundleError(
-            f"{version_dir}: schema version {manifest.schema_version}, expected {SCHEMA_VERSION}"
+            f"{version_dir}: schema version {manifest.schema_version}, expected one of "
+            f"{sorted(READABLE_SCHEMA_VERSIONS)}"
         )
     if manifest.version != version_dir.name:
         raise BundleError(f"{version_dir}: manifest names version {manifest.version!r}")
     for collection in manifest.collections.values():
-        for filename in (collection.index_file, collection.ids_file, collection.vectors_file):
+        listed = (collection.index_file, collection.ids_file, collection.vectors_file)
+        for filename in listed + ((collection.columns_file,) if collection.columns_file else ()):
             if filename not in manifest.files:
                 raise BundleError(f"{version_dir}: {filename} is not hashed in the manifest")
     for filename, expected in manifest.files.items():
@@ -360,6 +404,13 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
     row_of = {item_id: row for row, item_id in enumerate(ids)}
     if len(row_of) != len(ids):
         raise BundleError(f"{version_dir}: {name} ids are not unique")
+    try:
+        if entry.columns_file is None:  # schema version 1: the fields are the metadata's own
+            columns = build_columns(metadata, infer_fields(metadata))
+        else:
+            columns = load_columns(version_dir / entry.columns_file, entry.fields, entry.count)
+    except ColumnError as exc:
+        raise BundleError(f"{version_dir}: {name}: {exc}") from exc
     return LoadedCollection(
         name=name,
         index=index,
@@ -370,6 +421,7 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
         factory=entry.factory,
         metric=entry.metric,
         search_params=dict(entry.search_params),
+        columns=columns,
     )
 
 

@@ -2,19 +2,23 @@
 
 Image batches are decoded in a thread pool while the previous batch runs through the encoder
 (Pillow's decoders and onnxruntime both release the GIL), so decoding hides behind inference.
+:func:`embed_image_files` fails on the first unusable file; :func:`embed_images` embeds the
+files it can and reports each one it cannot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 from PIL.Image import Image
 from tqdm import tqdm
 
-from encoders.image_decode import ImageLimits, decode_image
+from encoders.image_decode import ImageDecodeError, ImageLimits, decode_image
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 
 # An index build reads the operator's own files: generous limits, but still no bombs.
@@ -41,23 +45,53 @@ def embed_texts(
     return output
 
 
+_Decoded = TypeVar("_Decoded")
+
+DecodeFailure = ImageDecodeError | OSError
+"""Why a file could not be turned into an image."""
+
+
 def _decode_batch(paths: Sequence[Path], limits: ImageLimits) -> list[Image]:
     return [decode_image(path.read_bytes(), limits) for path in paths]
 
 
+def _decode_batch_tolerant(
+    paths: Sequence[Path], limits: ImageLimits
+) -> list[Image | DecodeFailure]:
+    decoded: list[Image | DecodeFailure] = []
+    for path in paths:
+        try:
+            decoded.append(decode_image(path.read_bytes(), limits))
+        except (ImageDecodeError, OSError) as error:
+            decoded.append(error)
+    return decoded
+
+
 def _decoded_batches(
-    paths: Sequence[Path], batch_size: int, limits: ImageLimits, workers: int
-) -> Iterator[list[Image]]:
-    """Yield decoded batches in order, keeping up to ``workers`` batches decoding ahead."""
+    paths: Sequence[Path],
+    batch_size: int,
+    limits: ImageLimits,
+    workers: int,
+    decode: Callable[[Sequence[Path], ImageLimits], _Decoded],
+) -> Generator[_Decoded, None, None]:
+    """Yield decoded batches in order, keeping up to ``workers`` batches decoding ahead.
+
+    When the consumer stops early (an error, ``close()``), batches not yet started are
+    cancelled and those decoding are awaited before the pool closes.
+    """
     starts = range(0, len(paths), batch_size)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="decode") as pool:
-        pending: list[Future[list[Image]]] = []
-        for start in starts:
-            pending.append(pool.submit(_decode_batch, paths[start : start + batch_size], limits))
-            if len(pending) > workers:
+        pending: list[Future[_Decoded]] = []
+        try:
+            for start in starts:
+                pending.append(pool.submit(decode, paths[start : start + batch_size], limits))
+                if len(pending) > workers:
+                    yield pending.pop(0).result()
+            while pending:
                 yield pending.pop(0).result()
-        for future in pending:
-            yield future.result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def embed_image_files(
@@ -80,8 +114,72 @@ def embed_image_files(
     output = np.empty((len(paths), encoder.dim), dtype=np.float32)
     done = 0
     with tqdm(total=len(paths), desc=description, unit="image", disable=not progress) as bar:
-        for images in _decoded_batches(paths, batch_size, limits, decode_workers):
+        for images in _decoded_batches(paths, batch_size, limits, decode_workers, _decode_batch):
             output[done : done + len(images)] = encoder.encode_images(images)
             done += len(images)
             bar.update(len(images))
     return output
+
+
+@dataclass(frozen=True)
+class ImageEmbedding:
+    """What :func:`embed_images` made of a list of files.
+
+    ``vectors`` row ``r`` embeds ``paths[embedded[r]]``; ``failures`` holds ``(position, error)``
+    for every file that could not be decoded; ``stopped`` tells that the job stopped at the
+    first failing batch (files after it were neither embedded nor tried).
+    """
+
+    vectors: np.ndarray
+    embedded: list[int]
+    failures: list[tuple[int, DecodeFailure]]
+    stopped: bool = False
+
+
+def embed_images(
+    encoder: ImageEncoderProtocol,
+    paths: Sequence[Path],
+    *,
+    batch_size: int = 64,
+    decode_workers: int = 2,
+    limits: ImageLimits = BUILD_IMAGE_LIMITS,
+    stop_at_failure: bool = False,
+    progress: bool = True,
+    description: str = "embedding images",
+) -> ImageEmbedding:
+    """Embed the files that decode, in order, and report each that does not.
+
+    With ``stop_at_failure`` the job ends after the first batch holding an undecodable file
+    (its other files are still embedded, later batches are not).
+    """
+    if batch_size < 1 or decode_workers < 1:
+        raise ValueError("batch_size and decode_workers must be at least 1")
+    output = np.empty((len(paths), encoder.dim), dtype=np.float32)
+    embedded: list[int] = []
+    failures: list[tuple[int, DecodeFailure]] = []
+    position = 0
+    stopped = False
+    batches = _decoded_batches(paths, batch_size, limits, decode_workers, _decode_batch_tolerant)
+    with tqdm(total=len(paths), desc=description, unit="image", disable=not progress) as bar:
+        try:
+            for decoded in batches:
+                images: list[Image] = []
+                for offset, result in enumerate(decoded):
+                    if isinstance(result, Image):
+                        images.append(result)
+                        embedded.append(position + offset)
+                    else:
+                        failures.append((position + offset, result))
+                if images:
+                    start = len(embedded) - len(images)
+                    output[start : len(embedded)] = encoder.encode_images(images)
+                position += len(decoded)
+                bar.update(len(decoded))
+                if stop_at_failure and failures:
+                    stopped = position < len(paths)
+                    break
+        finally:
+            batches.close()
+    return ImageEmbedding(
+        vectors=output[: len(embedded)], embedded=embedded, failures=failures, stopped=stopped
+    )

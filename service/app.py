@@ -29,14 +29,14 @@ from service.middleware import (
 )
 from service.openapi import configured_document
 from service.routes import admin, catalog, embed, health, score, search
-from service.settings import UPLOAD_ROUTE, Settings
+from service.settings import BULK_ROUTE, UPLOAD_ROUTE, Settings
 from service.state import STATE_ATTRIBUTE, ServiceState, publish_catalog
 
 logger = logging.getLogger("crisscross.service")
 
 API_VERSION = "1"
 # The routes that encode or search: the in-flight limit counts these.
-WORK_ROUTES = frozenset({"/v1/search", UPLOAD_ROUTE, "/v1/score", "/v1/embed"})
+WORK_ROUTES = frozenset({"/v1/search", UPLOAD_ROUTE, BULK_ROUTE, "/v1/score", "/v1/embed"})
 CORS_REQUEST_HEADERS = ["authorization", "x-api-key", "content-type", "x-request-id"]
 CORS_EXPOSED_HEADERS = [
     "x-request-id",
@@ -136,8 +136,11 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
         f"{UPLOAD_ROUTE} (multipart/form-data)",
     )
     upload_limit = BodyLimit(settings.upload_body_limit, setting="max_upload_body_bytes")
+    bulk_limit = BodyLimit(settings.max_bulk_body_bytes, setting="max_bulk_body_bytes")
     app.add_middleware(
-        BodyLimitMiddleware, default=json_limit, by_path={UPLOAD_ROUTE: upload_limit}
+        BodyLimitMiddleware,
+        default=json_limit,
+        by_path={UPLOAD_ROUTE: upload_limit, BULK_ROUTE: bulk_limit},
     )
     # Inside the key check (an unknown client gets 401, not 503), outside everything that reads
     # or parses the body.

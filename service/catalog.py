@@ -2,6 +2,11 @@
 need from them (a variant by name or the default, a collection, an item's row and stored vector,
 a tower).
 
+Collections are found by name: each has a unique qualified name ``<bundle>:<collection>``
+(``coco-captions:captions``), and a bare name (``captions``) finds the one served collection of
+that name that can answer the request (:meth:`Catalog.locate`); when several can, the request
+is ambiguous and the error lists the qualified names to choose from.
+
 A catalog is immutable once built: a reload (:func:`service.loading.reload_bundles`) builds a
 new one beside it and the app swaps one reference, so a request that already holds a catalog
 finishes on it and each answer comes wholly from one bundle version. Each served variant owns its
@@ -12,7 +17,7 @@ collections.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -154,12 +159,28 @@ class ServedCollection:
 
     @property
     def name(self) -> str:
-        """Collection name, e.g. ``captions``."""
+        """Collection name within its bundle, e.g. ``captions``."""
         return self.collection.name
+
+    @property
+    def qualified_name(self) -> str:
+        """The name unique in the service: ``<bundle>:<collection>``."""
+        return f"{self.bundle}{QUALIFIER}{self.name}"
+
+    def described(self) -> str:
+        """``coco-captions:captions (variant minilm-l6-v2)``, for error messages."""
+        return f"{self.qualified_name} (variant {self.variant})"
+
+
+QUALIFIER = ":"
+"""Separates the bundle from the collection in a qualified collection name."""
+
+Fits = Callable[[ServedVariant], bool]
+"""Whether a variant can answer a request (has the tower its query needs, say)."""
 
 
 class Catalog:
-    """Loaded variants and collections, keyed by ``(variant, collection)``."""
+    """Loaded variants and collections, keyed by qualified collection name."""
 
     def __init__(
         self,
@@ -167,16 +188,11 @@ class Catalog:
         collections: Iterable[ServedCollection],
     ) -> None:
         self._variants = dict(variants)
-        self._collections: dict[tuple[str, str], ServedCollection] = {}
+        self._collections: dict[str, ServedCollection] = {}
         for served in collections:
-            key = (served.variant, served.name)
+            key = served.qualified_name
             if key in self._collections:
-                other = self._collections[key]
-                raise StoreLoadError(
-                    f"collection {served.name!r} of variant {served.variant!r} is in two bundles: "
-                    f"{other.bundle}@{other.bundle_version} and {served.bundle}@"
-                    f"{served.bundle_version}; serve only one of them (CRISSCROSS_BUNDLES)"
-                )
+                raise StoreLoadError(f"collection {key!r} is loaded twice")
             if served.variant not in self._variants:
                 raise StoreLoadError(f"{served.name!r} needs unloaded variant {served.variant!r}")
             self._collections[key] = served
@@ -194,7 +210,7 @@ class Catalog:
 
     @property
     def collections(self) -> list[ServedCollection]:
-        """Served collections, sorted by (variant, collection)."""
+        """Served collections, sorted by qualified name."""
         return [self._collections[key] for key in sorted(self._collections)]
 
     @property
@@ -244,15 +260,65 @@ class Catalog:
         return variant
 
     def collection(self, variant: ServedVariant, name: str) -> ServedCollection:
-        """The collection ``name`` embedded by ``variant``; :class:`NotFoundError` if none."""
-        served = self._collections.get((variant.name, name))
-        if served is None:
-            known = sorted(c for v, c in self._collections if v == variant.name)
+        """The collection ``name`` (qualified or bare) embedded by ``variant``.
+
+        Raises :class:`NotFoundError` when ``variant`` serves none of that name,
+        :class:`InvalidQueryError` when a bare name matches several of its collections."""
+        served = self._collections.get(name)
+        if served is not None:
+            if served.variant != variant.name:
+                raise InvalidQueryError(
+                    f"collection {quoted(name)} is embedded by variant {served.variant!r}, not "
+                    f"{variant.name!r}: leave 'variant' out or name {served.variant!r}"
+                )
+            return served
+        matches = [c for c in self._named(name) if c.variant == variant.name]
+        if not matches:
+            known = [c.qualified_name for c in self.collections if c.variant == variant.name]
             raise NotFoundError(
                 f"unknown collection {quoted(name)} for variant {variant.name!r}; "
                 f"served: {', '.join(known)}",
             )
-        return served
+        if len(matches) > 1:
+            raise _ambiguous(name, matches)
+        return matches[0]
+
+    def locate(
+        self, variant_name: str | None, name: str, fits: Fits
+    ) -> tuple[ServedVariant, ServedCollection]:
+        """The variant and collection a request names.
+
+        With ``variant_name`` this is :meth:`collection` of that variant. Without one, a
+        qualified ``name`` is that collection and its variant; a bare ``name`` is the one served
+        collection of that name whose variant ``fits`` the request, or — when several fit —
+        the default variant's one. Raises :class:`NotFoundError` for an unknown name,
+        :class:`InvalidQueryError` when several collections fit (the message lists their
+        qualified names). When none fits, the first candidate is returned: the caller's own
+        check then says why it does not fit.
+        """
+        if variant_name is not None:
+            variant = self.resolve_variant(variant_name)
+            return variant, self.collection(variant, name)
+        served = self._collections.get(name)
+        if served is not None:
+            return self._variants[served.variant], served
+        candidates = self._named(name)
+        if not candidates:
+            raise NotFoundError(
+                f"unknown collection {quoted(name)}; served: "
+                f"{', '.join(c.qualified_name for c in self.collections)}",
+            )
+        fitting = [c for c in candidates if fits(self._variants[c.variant])]
+        if len(fitting) > 1:
+            preferred = [c for c in fitting if c.variant == self._default_variant]
+            fitting = preferred if len(preferred) == 1 else fitting
+        if len(fitting) > 1:
+            raise _ambiguous(name, fitting)
+        chosen = fitting[0] if fitting else candidates[0]
+        return self._variants[chosen.variant], chosen
+
+    def _named(self, bare: str) -> list[ServedCollection]:
+        return [served for served in self.collections if served.name == bare]
 
     def require_tower(self, variant: ServedVariant, tower: Tower, where: str) -> None:
         """Raise :class:`InvalidQueryError` naming ``tower`` when ``variant`` lacks it (a text
@@ -292,3 +358,11 @@ class Catalog:
         for variant in self.variants:
             for batcher in variant.batchers:
                 await batcher.close(max(0.0, deadline - time.perf_counter()))
+
+
+def _ambiguous(name: str, matches: Iterable[ServedCollection]) -> InvalidQueryError:
+    choices = ", ".join(served.described() for served in matches)
+    return InvalidQueryError(
+        f"collection {quoted(name)} is ambiguous: several served collections can answer "
+        f"({choices}); name one of them by its qualified name in 'collection', or give 'variant'"
+    )

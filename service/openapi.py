@@ -53,6 +53,8 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
     constrain("ImageQuery", "image", image)
     constrain("SearchRequest", "k", {"maximum": settings.max_k})
     constrain("SearchRequest", "exclude", {"maxItems": settings.max_exclude})
+    constrain("SearchRequest", "offset", {"maximum": settings.max_offset})
+    constrain("BulkSearchRequest", "searches", {"maxItems": settings.max_bulk_searches})
     constrain("ScoreRequest", "pairs", {"maxItems": settings.max_score_pairs})
     constrain("EmbedTexts", "texts", {"maxItems": settings.max_embed_inputs})
     constrain("EmbedImages", "images", {"maxItems": settings.max_images_per_request})
@@ -80,6 +82,8 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
             fields["k"]["maximum"] = settings.max_k
         if "exclude" in fields:
             fields["exclude"]["maxItems"] = settings.max_exclude
+        if "offset" in fields:
+            fields["offset"]["maximum"] = settings.max_offset
         if "collection" in fields:
             # An empty form field counts as not given, and the collection is required.
             fields["collection"]["minLength"] = 1

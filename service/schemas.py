@@ -25,11 +25,21 @@ from pydantic import (
     Tag,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from index_builder.bundle import VERSION_PATTERN
 from service.errors import ErrorCode, ServiceError
+from service.filter_schema import Filter, check_filter_limits
 from service.images import ImagePayload, check_base64_length
-from service.searcher import ImageSide, ItemSide, QuerySide, TextSide, VectorSide
+from service.searcher import (
+    ImageSide,
+    ItemSide,
+    PageRequest,
+    QuerySide,
+    SearchJob,
+    TextSide,
+    VectorSide,
+)
 from service.settings import Settings
 
 NON_BLANK_PATTERN = (
@@ -225,8 +235,11 @@ class SearchOptions(_Request):
     """What a search asks for besides its query (shared by the JSON and the upload route)."""
 
     collection: str = Field(
-        description="Collection to search: 'captions' or 'images'.",
-        examples=["captions", "images"],
+        min_length=1,
+        description="Collection to search: its qualified name '<bundle>:<collection>' "
+        "(GET /v1/collections), or its bare name when one served collection of that name can "
+        "answer the query (else 422 listing the choices).",
+        examples=["captions", "coco-captions:captions"],
     )
     k: JsonInteger = Field(
         default=10,
@@ -243,6 +256,37 @@ class SearchOptions(_Request):
         description="Return each hit's metadata; false makes large-k responses several times "
         "smaller (evaluation clients need ids and scores only).",
     )
+    offset: JsonInteger = Field(
+        default=0,
+        ge=0,
+        description="Skip this many best results: the page holds ranks offset+1..offset+k, in "
+        "the same order as one deeper search (score, then bundle row), so the response's "
+        "next_offset continues it exactly. At most max_offset.",
+    )
+    filter: Filter | None = Field(
+        default=None,
+        description="Only items this metadata filter keeps (fields and types: "
+        "GET /v1/collections). A leaf tests one field: eq, in, range (gt/gte/lt/lte) or "
+        "exists; and/or/not combine filters.",
+        examples=[
+            {
+                "and": [
+                    {"field": "category", "in": ["shoes", "bags"]},
+                    {"field": "price", "range": {"gte": 10, "lt": 50}},
+                ]
+            }
+        ],
+    )
+
+    def page(self, where: str = "filter") -> PageRequest:
+        """The page this request asks for, as the search core takes it."""
+        return PageRequest(
+            k=self.k,
+            offset=self.offset,
+            exclude=frozenset(self.exclude),
+            filter=self.filter,
+            where=where,
+        )
 
     def check_limits(self, settings: Settings) -> None:
         """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
@@ -250,6 +294,13 @@ class SearchOptions(_Request):
             raise ServiceError(
                 ErrorCode.INVALID_INPUT, f"k: {self.k} is more than max_k={settings.max_k}"
             )
+        if self.offset > settings.max_offset:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"offset: {self.offset} is more than max_offset={settings.max_offset}",
+            )
+        if self.filter is not None:
+            check_filter_limits("filter", self.filter, settings)
         if len(self.exclude) > settings.max_exclude:
             raise ServiceError(
                 ErrorCode.INVALID_INPUT,
@@ -285,6 +336,74 @@ class SearchRequest(SearchOptions):
         _check_query_side("query", self.query, settings)
 
 
+class BulkSearchRequest(_Request):
+    """``POST /v1/search/bulk``: many searches in one request, answered in order."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "searches": [
+                        {"query": {"text": "a dog on a couch"}, "collection": "captions", "k": 5},
+                        {"query": {"item": EXAMPLE_ITEM}, "collection": "captions", "k": 5},
+                    ]
+                }
+            ]
+        }
+    )
+
+    searches: list[SearchRequest] = Field(
+        min_length=1,
+        description="1..max_bulk_searches searches, each exactly a POST /v1/search body.",
+    )
+
+    def check_limits(self, settings: Settings) -> None:
+        """Raise ``ServiceError`` when the request, or any of its searches, exceeds a settings
+        limit (see :meth:`SearchRequest.check_limits`): the number of searches and of their image
+        sides. Nothing is run."""
+        if len(self.searches) > settings.max_bulk_searches:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"searches: {len(self.searches)} searches, more than "
+                f"max_bulk_searches={settings.max_bulk_searches}",
+            )
+        images = sum(isinstance(search.query, ImageQuery) for search in self.searches)
+        _check_image_count("searches", images, settings)
+        for index, search in enumerate(self.searches):
+            try:
+                search.check_limits(settings)
+            except ServiceError as error:
+                raise ServiceError(error.code, f"searches.{index}.{error.message}") from None
+
+    def check_vector_lengths(self, dims: set[int]) -> None:
+        """Raise ``ServiceError`` invalid_input for a ``vector`` query whose length no served
+        variant has, when they all share one dimension (the document then states that length:
+        such a request is malformed as a whole, not one search that fails)."""
+        if len(dims) != 1:
+            return
+        (dim,) = dims
+        for index, search in enumerate(self.searches):
+            if isinstance(search.query, VectorQuery) and len(search.query.vector) != dim:
+                raise ServiceError(
+                    ErrorCode.INVALID_INPUT,
+                    f"searches.{index}.query.vector: {len(search.query.vector)} numbers, but "
+                    f"every served variant embeds in {dim} dimensions",
+                )
+
+    def jobs(self) -> list[SearchJob]:
+        """The searches as the search core takes them."""
+        return [
+            SearchJob(
+                variant=search.variant,
+                collection=search.collection,
+                side=search.query.side(f"searches.{index}.query"),
+                page=search.page(f"searches.{index}.filter"),
+                where=f"searches.{index}",
+            )
+            for index, search in enumerate(self.searches)
+        ]
+
+
 class SearchUploadForm(SearchOptions):
     """The form fields of ``POST /v1/search/upload`` (besides the ``file`` part).
 
@@ -293,6 +412,13 @@ class SearchUploadForm(SearchOptions):
     """
 
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+    filter: SkipJsonSchema[None] = Field(
+        default=None,
+        exclude=True,
+        description="Not a form field: a filtered image search sends the image in base64 to "
+        "POST /v1/search or /v1/search/bulk.",
+    )
 
 
 class ScorePair(_Request):
@@ -438,6 +564,44 @@ class SearchResponse(BaseModel):
     variant: str
     bundle: str
     bundle_version: str
+    next_offset: int | None = Field(
+        default=None,
+        description="The offset of the next page; null when this page reaches the last result.",
+    )
+    timings_ms: Timings
+
+
+class SearchPageResult(BaseModel):
+    """One search's answer in a bulk response (a search response without timings)."""
+
+    results: list[SearchResult]
+    collection: str
+    variant: str
+    bundle: str
+    bundle_version: str
+    next_offset: int | None
+
+
+class BulkError(BaseModel):
+    """Why one search of a bulk request failed."""
+
+    code: str
+    message: str
+
+
+class BulkItem(BaseModel):
+    """The answer to one search of a bulk request: ``status`` 200 with its ``result``, or the
+    status and ``error`` a lone POST /v1/search would have answered."""
+
+    status: int
+    result: SearchPageResult | None = None
+    error: BulkError | None = None
+
+
+class BulkSearchResponse(BaseModel):
+    """One answer per search, in request order, and the request's stage times."""
+
+    responses: list[BulkItem]
     timings_ms: Timings
 
 
@@ -506,7 +670,12 @@ class VariantsResponse(BaseModel):
 class CollectionInfo(BaseModel):
     """A served collection."""
 
-    name: str
+    name: str = Field(description="The collection's name in its bundle, e.g. 'captions'.")
+    qualified_name: str = Field(
+        description="'<bundle>:<collection>', unique in the service. A request may name a "
+        "collection either way: a bare name finds the one collection of that name whose "
+        "variant can answer it (422 listing the qualified names when several can)."
+    )
     count: int
     dim: int
     variant: str
@@ -516,6 +685,10 @@ class CollectionInfo(BaseModel):
     metric: str
     index_device: str = Field(
         description="Where faiss searches it: 'cpu' or 'gpu' (setting faiss_device)."
+    )
+    fields: dict[str, str] = Field(
+        description="Metadata fields a filter may name, with their types: string, integer, "
+        "float, boolean, timestamp or list[string]."
     )
 
 

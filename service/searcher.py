@@ -17,6 +17,7 @@ log and ``timings_ms``) and to the stage histograms. Errors are domain errors
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -29,11 +30,14 @@ from starlette.concurrency import run_in_threadpool
 
 from encoders.image_decode import ImageLimits
 from encoders.variant import Tower
+from index_builder.columns import Mask
 from service.batcher import EncodeResult, FollowUp
 from service.catalog import Catalog, ServedCollection, ServedVariant
-from service.exceptions import ImageRefusedError, InvalidQueryError
+from service.exceptions import DomainError, ImageRefusedError, InvalidQueryError
+from service.filter_schema import Filter
+from service.filtering import filter_mask
 from service.images import ImagePayload, decode_payload, payload_bytes
-from service.knn import SearchHit, nearest
+from service.knn import SearchHit, kept_rows, nearest, nearest_many
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 
@@ -90,6 +94,24 @@ def where_of(side: QuerySide, default: str) -> str:
     return default
 
 
+def _can_answer(catalog: Catalog, need: QuerySide | Tower, variant: ServedVariant) -> bool:
+    """Whether ``variant`` can answer a query side: it has the side's tower, the client's vector
+    has its dimension, or it serves the stored item."""
+    if isinstance(need, str):
+        return need in variant.towers
+    tower = tower_of(need)
+    if tower is not None:
+        return tower in variant.towers
+    if isinstance(need, VectorSide):
+        return len(need.values) == variant.dim
+    assert isinstance(need, ItemSide)
+    try:
+        served = catalog.collection(variant, need.collection)
+    except DomainError:
+        return False
+    return need.item_id in served.collection.row_of
+
+
 def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np.ndarray:
     """A client's own embedding (finite numbers: the HTTP schema refuses others) as a float32
     ``[dim]`` unit vector.
@@ -113,6 +135,62 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
     return unit
 
 
+@dataclass(frozen=True)
+class PageRequest:
+    """What a search asks for besides its query: ``k`` hits from rank ``offset + 1`` on, among
+    the rows ``filter`` keeps (None: all), less the ids in ``exclude``."""
+
+    k: int
+    offset: int = 0
+    exclude: Collection[str] = ()
+    filter: Filter | None = None
+    where: str = "filter"
+
+    def allowed_rows(self, served: ServedCollection) -> Mask | None:
+        """The filter's rows of ``served`` (None without a filter); :class:`InvalidQueryError`
+        when the filter does not fit the collection's fields."""
+        if self.filter is None:
+            return None
+        return filter_mask(self.filter, served.collection, self.where)
+
+    def answer(
+        self, served: ServedCollection, allowed: Mask | None, hits: list[SearchHit]
+    ) -> SearchPage:
+        """``hits`` with the offset of the page after them (None when they reach the end)."""
+        keep = kept_rows(served.collection.count, served.collection.row_of, self.exclude, allowed)
+        total = served.collection.count if keep is None else int(np.count_nonzero(keep))
+        end = self.offset + len(hits)
+        return SearchPage(hits=hits, next_offset=end if hits and end < total else None)
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of hits, and where the next one starts (None: this page reaches the end)."""
+
+    hits: list[SearchHit]
+    next_offset: int | None
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """One search of a bulk request; ``where`` locates it there (``searches.3``)."""
+
+    variant: str | None
+    collection: str
+    side: QuerySide
+    page: PageRequest
+    where: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A search's page and where it came from."""
+
+    variant: ServedVariant
+    served: ServedCollection
+    page: SearchPage
+
+
 class Searcher:
     """Searches, scores and embeds for one app, timing each stage.
 
@@ -134,14 +212,18 @@ class Searcher:
         catalog: Catalog,
         variant_name: str | None,
         collection: str,
-        tower: Tower | None,
+        need: QuerySide | Tower,
         where: str,
     ) -> tuple[ServedVariant, ServedCollection]:
-        """The variant and collection a search names: :class:`NotFoundError` for unknown ones,
-        :class:`InvalidQueryError` when the variant lacks ``tower`` (None: an item or a vector,
-        which need none). ``where`` names the side in that message."""
-        variant = catalog.resolve_variant(variant_name)
-        served = catalog.collection(variant, collection)
+        """The variant and collection a search names (see :meth:`Catalog.locate`): a bare
+        collection name without a variant finds the one served collection whose variant can
+        answer ``need`` (a query side, or the tower an upload needs). :class:`NotFoundError` for
+        unknown names, :class:`InvalidQueryError` for an ambiguous name or a variant without
+        the tower the side needs; ``where`` names the side in that message."""
+        variant, served = catalog.locate(
+            variant_name, collection, partial(_can_answer, catalog, need)
+        )
+        tower = need if isinstance(need, str) else tower_of(need)
         if tower is not None:
             catalog.require_tower(variant, tower, where)
         return variant, served
@@ -153,16 +235,25 @@ class Searcher:
         variant: ServedVariant,
         served: ServedCollection,
         side: QuerySide,
-        k: int,
-        exclude: Collection[str],
-    ) -> list[SearchHit]:
-        """The ``k`` best hits of ``served`` for ``side`` (see :func:`service.knn.nearest` for
-        the tie rule, exclusion and clamping). ``variant`` and ``served`` come from
-        :meth:`target`. Raises :class:`NotFoundError` for an unknown item,
-        :class:`InvalidQueryError` for a bad vector or an input without a finite embedding,
+        page: PageRequest,
+    ) -> SearchPage:
+        """One page of hits of ``served`` for ``side`` (see :func:`service.knn.nearest` for the
+        tie rule, exclusion, selection and clamping). ``variant`` and ``served`` come from
+        :meth:`target`. The filter is checked and applied before anything is encoded. Raises
+        :class:`NotFoundError` for an unknown item, :class:`InvalidQueryError` for a filter that
+        does not fit the collection, a bad vector or an input without a finite embedding,
         :class:`ImageRefusedError`, :class:`OverloadedError` or :class:`ShuttingDownError` as
         the batchers do."""
-        find = partial(nearest, served, k=k, exclude=exclude, faiss_threads=self._faiss_threads)
+        allowed = page.allowed_rows(served)
+        find = partial(
+            nearest,
+            served,
+            k=page.k,
+            exclude=page.exclude,
+            faiss_threads=self._faiss_threads,
+            offset=page.offset,
+            allowed=allowed,
+        )
         if isinstance(side, TextSide):
             result = await self._encode(context, variant, "text", [side.text], follow_up=find)
         elif isinstance(side, ImageSide):
@@ -171,11 +262,139 @@ class Searcher:
             vector = self._given_vector(catalog, variant, side)
             started = time.perf_counter()
             try:
-                return await run_in_threadpool(find, vector)
+                hits = await run_in_threadpool(find, vector)
             finally:
                 self._record_search(context, served, time.perf_counter() - started)
+            return page.answer(served, allowed, hits)
         self._record_search(context, served, result.follow_up_s)
-        return cast("list[SearchHit]", result.follow_up)
+        return page.answer(served, allowed, cast("list[SearchHit]", result.follow_up))
+
+    async def search_many(
+        self, context: RequestContext, catalog: Catalog, jobs: Sequence[SearchJob]
+    ) -> list[Answer | DomainError]:
+        """Many searches in one go, answered in order; a search that fails gets its own domain
+        error in its place and the others go on.
+
+        Every target and filter is resolved first; then each variant's texts are encoded in
+        one batcher job (distinct texts once), images one job each, and the unrestricted
+        searches of each collection run as one faiss call (:func:`service.knn.nearest_many`).
+        Refusals that concern the whole request (:class:`OverloadedError`,
+        :class:`ShuttingDownError`) are raised."""
+        outcome: list[Answer | DomainError | None] = [None] * len(jobs)
+        planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]] = {}
+        vectors: dict[int, np.ndarray] = {}
+        started = time.perf_counter()
+        for position, job in enumerate(jobs):
+            try:
+                variant, served = self.target(
+                    catalog,
+                    job.variant,
+                    job.collection,
+                    job.side,
+                    where_of(job.side, f"{job.where}.query.item"),
+                )
+                allowed = job.page.allowed_rows(served)
+                if isinstance(job.side, ItemSide | VectorSide):
+                    vectors[position] = self._given_vector(catalog, variant, job.side)
+            except DomainError as error:
+                outcome[position] = error
+                continue
+            planned[position] = (variant, served, allowed)
+        context.add_search_ms((time.perf_counter() - started) * 1000.0)
+        await self._encode_many(context, jobs, planned, vectors, outcome)
+        started = time.perf_counter()
+        try:
+            pages = await run_in_threadpool(self._search_planned, jobs, planned, vectors)
+        finally:
+            context.add_search_ms((time.perf_counter() - started) * 1000.0)
+        for position, hits in pages.items():
+            variant, served, allowed = planned[position]
+            page = jobs[position].page.answer(served, allowed, hits)
+            outcome[position] = Answer(variant, served, page)
+        answers = [answer for answer in outcome if answer is not None]
+        if len(answers) != len(jobs):
+            raise RuntimeError("a bulk search was neither answered nor refused")
+        return answers
+
+    async def _encode_many(
+        self,
+        context: RequestContext,
+        jobs: Sequence[SearchJob],
+        planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]],
+        vectors: dict[int, np.ndarray],
+        outcome: list[Answer | DomainError | None],
+    ) -> None:
+        """Fill ``vectors`` for the planned text and image sides; a side that cannot be
+        embedded gets its error in ``outcome`` and leaves the plan."""
+        texts_of: dict[str, list[int]] = {}
+        for position, (variant, _, _) in planned.items():
+            side = jobs[position].side
+            if isinstance(side, TextSide):
+                texts_of.setdefault(variant.name, []).append(position)
+            elif isinstance(side, ImageSide):
+                try:
+                    rows = await self.embed_images(context, variant, [side.payload])
+                except (ImageRefusedError, InvalidQueryError) as error:
+                    outcome[position] = error
+                else:
+                    vectors[position] = rows[0]
+        for positions in texts_of.values():
+            variant = planned[positions[0]][0]
+            texts = list(dict.fromkeys(cast("TextSide", jobs[p].side).text for p in positions))
+            try:
+                rows = await self.embed_texts(context, variant, texts)
+                row_of = {text: rows[slot] for slot, text in enumerate(texts)}
+            except InvalidQueryError:
+                # One text without a finite embedding: find it, and embed the others.
+                row_of = {}
+                for text in texts:
+                    with contextlib.suppress(InvalidQueryError):
+                        row_of[text] = (await self.embed_texts(context, variant, [text]))[0]
+            for position in positions:
+                text = cast("TextSide", jobs[position].side).text
+                if text in row_of:
+                    vectors[position] = row_of[text]
+                else:
+                    outcome[position] = InvalidQueryError(
+                        f"{jobs[position].where}.query.text: the text has no finite embedding"
+                    )
+        for position in [p for p in planned if p not in vectors]:
+            del planned[position]
+
+    def _search_planned(
+        self,
+        jobs: Sequence[SearchJob],
+        planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]],
+        vectors: dict[int, np.ndarray],
+    ) -> dict[int, list[SearchHit]]:
+        """Blocking: the hits of every planned search."""
+        found: dict[int, list[SearchHit]] = {}
+        batches: dict[str, list[int]] = {}
+        for position, (_, served, allowed) in planned.items():
+            page = jobs[position].page
+            if allowed is None and not page.exclude:
+                batches.setdefault(served.qualified_name, []).append(position)
+                continue
+            found[position] = nearest(
+                served,
+                vectors[position],
+                page.k,
+                exclude=page.exclude,
+                faiss_threads=self._faiss_threads,
+                offset=page.offset,
+                allowed=allowed,
+            )
+        for positions in batches.values():
+            served = planned[positions[0]][1]
+            matrix = np.stack([vectors[position] for position in positions])
+            pages = [(jobs[p].page.k, jobs[p].page.offset) for p in positions]
+            for position, hits in zip(
+                positions,
+                nearest_many(served, matrix, pages, self._faiss_threads),
+                strict=True,
+            ):
+                found[position] = hits
+        return found
 
     # -- score and embed --------------------------------------------------------------------------
 

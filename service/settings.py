@@ -26,6 +26,7 @@ JSON_OVERHEAD_BYTES = 1024
 # multipart framing around the file on POST /v1/search/upload.
 UPLOAD_OVERHEAD_BYTES = 256 * KIB
 UPLOAD_ROUTE = "/v1/search/upload"
+BULK_ROUTE = "/v1/search/bulk"
 
 # An API key travels in a header: visible ASCII, no spaces or commas (commas separate keys in the
 # environment), long enough not to be guessed.
@@ -129,6 +130,47 @@ class Settings(BaseSettings):
         default=1000,
         ge=1,
         description="Largest k a search may ask for; more gives 422 invalid_input.",
+    )
+    max_offset: int = Field(
+        default=10_000,
+        ge=0,
+        description=(
+            "Largest offset a search may page to (the deepest result is max_offset + max_k); "
+            "more gives 422 invalid_input. Each page is searched from the top, so depth costs "
+            "search time."
+        ),
+    )
+    max_filter_conditions: int = Field(
+        default=64,
+        ge=1,
+        description=(
+            "Most nodes a search's filter may hold (field conditions and and/or/not); more "
+            "gives 422 invalid_input before anything is evaluated."
+        ),
+    )
+    max_filter_values: int = Field(
+        default=1024,
+        ge=1,
+        description=(
+            "Most values all the 'in' lists of one filter may hold together; more gives 422 "
+            "invalid_input."
+        ),
+    )
+    max_bulk_searches: int = Field(
+        default=256,
+        ge=1,
+        description=(
+            "Most searches one POST /v1/search/bulk request may carry; more gives 422 "
+            "invalid_input before any is run."
+        ),
+    )
+    max_bulk_body_bytes: int = Field(
+        default=32 * MIB,
+        ge=1,
+        description=(
+            "Largest body of POST /v1/search/bulk in bytes; larger gives 413 payload_too_large, "
+            "unread. Images in a bulk request still count against max_images_per_request."
+        ),
     )
     max_text_chars: int = Field(
         default=2000,

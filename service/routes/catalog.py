@@ -14,6 +14,7 @@ from service.schemas import (
     VariantInfo,
     VariantsResponse,
 )
+from service.searcher import ItemSide, Searcher
 from service.state import CatalogDep
 
 router = APIRouter(tags=["catalog"])
@@ -32,7 +33,7 @@ async def item(
     variant: Annotated[str | None, Query(description="Variant; default if omitted.")] = None,
 ) -> ItemResponse:
     """The item's row in its bundle and its metadata. Ids may contain ``:`` and ``/``."""
-    served = catalog.collection(catalog.resolve_variant(variant), collection)
+    _, served = Searcher.target(catalog, variant, collection, ItemSide(collection, id), "id")
     row = catalog.row_of(served, id)
     return ItemResponse(
         collection=served.name, id=id, row=row, metadata=dict(served.collection.metadata[row])
@@ -81,6 +82,7 @@ async def collections(catalog: CatalogDep) -> CollectionsResponse:
         collections=[
             CollectionInfo(
                 name=served.name,
+                qualified_name=served.qualified_name,
                 count=served.collection.count,
                 dim=served.collection.dim,
                 variant=served.variant,
@@ -89,6 +91,7 @@ async def collections(catalog: CatalogDep) -> CollectionsResponse:
                 factory=served.collection.factory,
                 metric=served.collection.metric,
                 index_device=served.index_device,
+                fields={name: str(kind) for name, kind in served.collection.fields.items()},
             )
             for served in catalog.collections
         ]

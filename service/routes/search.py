@@ -11,31 +11,64 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from service.catalog import ServedCollection, ServedVariant
-from service.errors import ErrorCode, ServiceError, validation_message
-from service.exceptions import ImageRefusedError, quoted
+from service.errors import STATUS_OF, ErrorCode, ServiceError, code_of, validation_message
+from service.exceptions import DomainError, ImageRefusedError, quoted
 from service.images import ImagePayload, refuse_oversized_file
-from service.knn import SearchHit
 from service.request_context import RequestContext
 from service.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses
 from service.schemas import (
+    BulkSearchRequest,
+    BulkSearchResponse,
     SearchOptions,
     SearchRequest,
     SearchResponse,
     SearchUploadForm,
     Timings,
 )
-from service.searcher import ImageSide, tower_of, where_of
-from service.settings import UPLOAD_ROUTE
+from service.searcher import ImageSide, SearchPage, where_of
+from service.settings import BULK_ROUTE, UPLOAD_ROUTE
 from service.state import CatalogDep, ContextDep, StateDep, require_json, require_multipart
 
 router = APIRouter(tags=["search"])
 
 UPLOAD_FILE_FIELD = "file"
 # Form fields besides the file and the repeatable 'exclude': collection, k, variant,
-# include_metadata.
-_UPLOAD_PLAIN_FIELDS = 4
+# include_metadata, offset, filter.
+_UPLOAD_PLAIN_FIELDS = 6
 # Longest value of one plain form field (an id, a collection or variant name, k).
 _UPLOAD_FIELD_MAX_BYTES = 64 * 1024
+
+
+def _page_result(
+    variant: ServedVariant, served: ServedCollection, include_metadata: bool, page: SearchPage
+) -> dict[str, Any]:
+    # Plain dicts, validated in one call by the caller: a third cheaper than a model per hit.
+    return {
+        "results": [
+            {
+                "id": hit.item_id,
+                "score": hit.score,
+                "rank": hit.rank,
+                "metadata": dict(hit.metadata) if include_metadata else None,
+            }
+            for hit in page.hits
+        ],
+        "collection": served.name,
+        "variant": variant.name,
+        "bundle": served.bundle,
+        "bundle_version": served.bundle_version,
+        "next_offset": page.next_offset,
+    }
+
+
+def _timings(context: RequestContext) -> Timings:
+    return Timings(
+        decode=context.decode_ms or 0.0,
+        queue=context.queue_ms or 0.0,
+        encode=context.encode_ms or 0.0,
+        search=context.search_ms or 0.0,
+        total=context.elapsed_ms(),
+    )
 
 
 def _response(
@@ -43,33 +76,10 @@ def _response(
     variant: ServedVariant,
     served: ServedCollection,
     options: SearchOptions,
-    hits: list[SearchHit],
+    page: SearchPage,
 ) -> Response:
-    # Validated in one call from plain dicts: a third cheaper than a model per hit at k = 1000.
-    response = SearchResponse.model_validate(
-        {
-            "results": [
-                {
-                    "id": hit.item_id,
-                    "score": hit.score,
-                    "rank": hit.rank,
-                    "metadata": dict(hit.metadata) if options.include_metadata else None,
-                }
-                for hit in hits
-            ],
-            "collection": served.name,
-            "variant": variant.name,
-            "bundle": served.bundle,
-            "bundle_version": served.bundle_version,
-            "timings_ms": Timings(
-                decode=context.decode_ms or 0.0,
-                queue=context.queue_ms or 0.0,
-                encode=context.encode_ms or 0.0,
-                search=context.search_ms or 0.0,
-                total=context.elapsed_ms(),
-            ),
-        }
-    )
+    body = _page_result(variant, served, options.include_metadata, page)
+    response = SearchResponse.model_validate({**body, "timings_ms": _timings(context)})
     # Serialised once in pydantic's core: returning the model from a route that declares
     # ``response_model`` would have FastAPI validate it a second time before encoding it.
     return Response(response.model_dump_json(), media_type="application/json")
@@ -97,12 +107,50 @@ async def search(
     body.check_limits(state.settings)
     side = body.query.side("query")
     variant, served = state.searcher.target(
-        catalog, body.variant, body.collection, tower_of(side), where_of(side, "query.item")
+        catalog, body.variant, body.collection, side, where_of(side, "query.item")
     )
-    hits = await state.searcher.search(
-        context, catalog, variant, served, side, body.k, set(body.exclude)
+    page = await state.searcher.search(context, catalog, variant, served, side, body.page())
+    return _response(context, variant, served, body, page)
+
+
+@router.post(
+    BULK_ROUTE,
+    response_model=BulkSearchResponse,
+    responses=JSON_BODY_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Many searches in one request",
+)
+async def search_bulk(
+    body: BulkSearchRequest, state: StateDep, catalog: CatalogDep, context: ContextDep
+) -> Response:
+    """Each search is a ``POST /v1/search`` body; the answers come in request order, each with
+    the status a lone search would have had: 200 with its ``result``, or its own ``error``
+    (unknown collection, a filter that does not fit, an image that cannot be decoded...) while
+    the others are answered. Limits concern the whole request and are checked before anything
+    runs (422/413): ``max_bulk_searches``, ``max_images_per_request``,
+    ``max_bulk_body_bytes``, each search's own limits and a vector of a length no served
+    variant has; an
+    overloaded encoder refuses the whole request (503). Texts are encoded together and
+    searches of one collection run as one faiss call, so a bulk request costs far less than as
+    many single ones."""
+    body.check_limits(state.settings)
+    body.check_vector_lengths({variant.dim for variant in catalog.variants})
+    answers = await state.searcher.search_many(context, catalog, body.jobs())
+    items: list[dict[str, Any]] = []
+    for search, answer in zip(body.searches, answers, strict=True):
+        if isinstance(answer, DomainError):
+            code = code_of(answer)
+            error = {"code": code.value, "message": str(answer)}
+            items.append({"status": STATUS_OF[code], "result": None, "error": error})
+        else:
+            result = _page_result(
+                answer.variant, answer.served, search.include_metadata, answer.page
+            )
+            items.append({"status": 200, "result": result, "error": None})
+    response = BulkSearchResponse.model_validate(
+        {"responses": items, "timings_ms": _timings(context)}
     )
-    return _response(context, variant, served, body, hits)
+    return Response(response.model_dump_json(), media_type="application/json")
 
 
 def _upload_form(form: FormData) -> tuple[UploadFile, SearchUploadForm]:
@@ -144,7 +192,10 @@ def _upload_form(form: FormData) -> tuple[UploadFile, SearchUploadForm]:
     return files[0], options
 
 
-_UPLOAD_FORM_SCHEMA = SearchUploadForm.model_json_schema()
+# The filter's node schemas are components of the document (the JSON routes use them).
+_UPLOAD_FORM_SCHEMA = SearchUploadForm.model_json_schema(
+    ref_template="#/components/schemas/{model}"
+)
 _UPLOAD_REQUEST_BODY: dict[str, Any] = {
     "required": True,
     "content": {
@@ -204,7 +255,5 @@ async def search_upload(
             raise
         data = await upload.read()
     side = ImageSide(ImagePayload(UPLOAD_FILE_FIELD, data))
-    hits = await state.searcher.search(
-        context, catalog, variant, served, side, options.k, set(options.exclude)
-    )
-    return _response(context, variant, served, options, hits)
+    page = await state.searcher.search(context, catalog, variant, served, side, options.page())
+    return _response(context, variant, served, options, page)

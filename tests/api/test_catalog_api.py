@@ -79,6 +79,7 @@ def test_collections(client: TestClient) -> None:
         "collections": [
             {
                 "name": "captions",
+                "qualified_name": "coco-captions:captions",
                 "count": len(CAPTIONS),
                 "dim": FAKE_DIM,
                 "variant": FAKE_VARIANT,
@@ -87,6 +88,12 @@ def test_collections(client: TestClient) -> None:
                 "factory": "Flat",
                 "metric": "ip",
                 "index_device": "cpu",
+                "fields": {
+                    "filename": "string",
+                    "image_id": "integer",
+                    "sentid": "integer",
+                    "text": "string",
+                },
             }
         ]
     }

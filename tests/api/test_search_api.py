@@ -29,6 +29,7 @@ def test_text_search_ranks_the_matching_caption_first(client: TestClient) -> Non
         "variant",
         "bundle",
         "bundle_version",
+        "next_offset",
         "timings_ms",
     }
     assert payload["collection"] == "captions"

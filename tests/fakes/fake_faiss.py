@@ -83,12 +83,16 @@ class AdversarialTieIndex:
         self.threads: list[tuple[str, int]] = []
 
     def search(
-        self, queries: npt.NDArray[np.float32], k: int
+        self, queries: npt.NDArray[np.float32], k: int, params: Any = None
     ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Like faiss: ``params.sel`` (an ID selector), when given, restricts the rows."""
         self.fetches.append(k)
         self.threads.append((threading.current_thread().name, faiss.omp_get_max_threads()))
         scores = self.vectors @ queries[0]
         rows = np.arange(self.ntotal)
+        if params is not None:
+            member = [bool(params.sel.is_member(int(row))) for row in rows]
+            scores, rows = scores[member], rows[member]
         order = np.lexsort((-rows, -scores))[:k]
         return scores[order][None, :], rows[order][None, :].astype(np.int64)
 

@@ -3,8 +3,9 @@
 Each variant is a :class:`tests.fakes.fake_service.FakeService` of its own (its own
 captions collection, its own bundle), with a fixed search delay so that variants differ in cost
 as well as quality. Requests are routed by their ``variant`` field (the first variant is the
-default); ``/v1/variants`` and ``/v1/collections`` list them all, as the real service does. It
-records ``(variant, body)`` of every ``/v1/search`` so tests can check what was sent where.
+default; a bulk search by its first search's); ``/v1/variants`` and ``/v1/collections`` list
+them all, as the real service does. It records ``(variant, body)`` of every search (single or in
+a bulk) so tests can check what was sent where.
 """
 
 from __future__ import annotations
@@ -67,15 +68,16 @@ class MultiVariantService:
                 for entry in answer["collections"]:
                     entries.append({**entry, "bundle": f"tiny-{name}"})
             return httpx.Response(200, json={"collections": entries})
-        if path in ("/v1/search", "/v1/score"):
+        if path in ("/v1/search", "/v1/search/bulk", "/v1/score"):
             body = json.loads(request.content)
-            name = body.get("variant") or self.default
+            searches = body["searches"] if path == "/v1/search/bulk" else [body]
+            name = searches[0].get("variant") or self.default
             variant = self.variants.get(name)
             if variant is None:
                 error = {"code": "not_found", "message": "unknown variant", "request_id": "x"}
                 return httpx.Response(404, json={"error": error})
-            if path == "/v1/search":
-                self.searches.append((name, body))
+            if path != "/v1/score":
+                self.searches.extend((name, search) for search in searches)
                 await asyncio.sleep(variant.search_delay_s)
             return variant.service.handle(request)
         return self.variants[self.default].service.handle(request)

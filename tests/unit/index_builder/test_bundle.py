@@ -68,7 +68,12 @@ def test_round_trip_keeps_rows_ids_metadata_and_vectors(tmp_path: Path) -> None:
     assert rows[:, 0].tolist() == [0, 1, 2]
     np.testing.assert_allclose(scores[:, 0], 1.0, atol=1e-5)
     manifest = read_manifest(version_dir)
-    assert set(manifest.files) == {"captions.faiss", "captions.ids.jsonl", "captions.vectors.npy"}
+    assert set(manifest.files) == {
+        "captions.faiss",
+        "captions.ids.jsonl",
+        "captions.vectors.npy",
+        "captions.columns.npz",
+    }
     assert manifest.collections["captions"].count == 20
 
 

@@ -6,9 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from formats.field_types import FieldType
 from formats.layout import captions_path
 from index_builder.__main__ import main
+from index_builder.bundle import load_bundle
+from tests.fakes.tiny_image_variant import make_tiny_image_variant
 from tests.fakes.tiny_variant import make_tiny_variant
+from tests.fakes.user_corpora import write_csv, write_image, write_jsonl, write_parquet
 
 
 def test_build_then_verify(
@@ -52,3 +56,137 @@ def test_bad_command_lines_exit_with_usage(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
+
+
+# --- user corpora: one build per input kind, refusals, option checks ------------------------
+
+
+def _ingest_argv(variant: Path, tmp_path: Path, *extra: str) -> list[str]:
+    return [
+        "build", "--variant", str(variant), "--bundles-root", str(tmp_path / "bundles"),
+        "--name", "My-Shop", "--version", "v1", "--providers", "cpu", "--no-progress", *extra,
+    ]  # fmt: skip
+
+
+def test_build_a_jsonl_table_of_texts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    table = write_jsonl(
+        tmp_path / "items.jsonl",
+        [{"id": "a", "text": "a dog on a couch", "price": 3}, {"id": "b", "text": "a red plane"},
+         {"id": "c", "text": ""}],
+    )  # fmt: skip
+    argv = _ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(table))
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "error: refused: 1 of 3 records are bad" in err
+    assert f"  {table}:3: empty text (column 'text' is blank) (id 'c')" in err
+    assert not (tmp_path / "bundles" / "My-Shop").exists()
+
+    assert main([*argv, "--on-error", "skip", "--field", "price:float"]) == 0
+    captured = capsys.readouterr()
+    version_dir = tmp_path / "bundles" / "My-Shop" / "v1"
+    assert captured.out.strip() == str(version_dir)
+    assert "my_shop: read 3, indexed 2, skipped 1" in captured.err
+    assert "skipped: empty_text 1 (listed in build_report.json)" in captured.err
+    bundle = load_bundle(version_dir)
+    assert bundle.manifest.collections["my_shop"].fields == {
+        "text": FieldType.STRING, "price": FieldType.FLOAT,
+    }  # fmt: skip
+    assert bundle.collections["my_shop"].metadata[0] == {"text": "a dog on a couch", "price": 3.0}
+
+
+def test_build_a_csv_and_a_parquet_table_of_texts(tmp_path: Path) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    csv_table = write_csv(tmp_path / "t.csv", ["key", "body"], [["1", "a dog"], ["2", "a cat"]])
+    argv = _ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(csv_table))
+    assert main([*argv, "--id-column", "key", "--text-column", "body", "--collection", "pets"]) == 0
+    parquet = write_parquet(tmp_path / "t.parquet", {"id": ["x"], "text": ["the sky"]})
+    argv = _ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(parquet))
+    argv[argv.index("v1")] = "v2"
+    assert main(argv) == 0
+    pets = load_bundle(tmp_path / "bundles" / "My-Shop" / "v1").collections["pets"]
+    assert pets.ids == ["1", "2"]
+    assert load_bundle(tmp_path / "bundles" / "My-Shop" / "v2").collections["my_shop"].ids == ["x"]
+
+
+def test_build_an_image_folder_and_an_image_table(tmp_path: Path) -> None:
+    make_tiny_image_variant(tmp_path / "tiny-image")
+    folder = tmp_path / "photos"
+    write_image(folder / "shoes" / "red.jpg", "red", "JPEG")
+    write_image(folder / "blue.webp", "blue", "WEBP")
+    (folder / "bad.gif").write_bytes(b"GIF89a broken")
+    sidecar = write_csv(tmp_path / "meta.csv", ["path", "colour"], [["shoes/red.jpg", "red"]])
+    argv = _ingest_argv(tmp_path / "tiny-image", tmp_path, "--images", str(folder))
+    argv += ["--metadata", str(sidecar), "--on-error", "skip", "--max-image-pixels", "1000000"]
+    assert main(argv) == 0
+    images = load_bundle(tmp_path / "bundles" / "My-Shop" / "v1").collections["my_shop"]
+    assert images.ids == ["blue.webp", "shoes/red.jpg"]
+    assert images.metadata[1] == {"path": "shoes/red.jpg", "colour": "red"}
+
+    table = write_jsonl(tmp_path / "images.jsonl", [{"file": "photos/blue.webp", "sku": "B"}])
+    argv = _ingest_argv(tmp_path / "tiny-image", tmp_path, "--image-table", str(table))
+    argv[argv.index("v1")] = "v2"
+    assert main([*argv, "--path-column", "file", "--id-column", "sku"]) == 0
+    table_images = load_bundle(tmp_path / "bundles" / "My-Shop" / "v2").collections["my_shop"]
+    assert table_images.ids == ["B"]
+    assert table_images.metadata == [{"path": "photos/blue.webp"}]
+
+
+def test_a_corpus_the_variant_cannot_embed_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    (tmp_path / "photos").mkdir()
+    assert (
+        main(_ingest_argv(tmp_path / "tiny", tmp_path, "--images", str(tmp_path / "photos"))) == 1
+    )
+    assert "has no image tower" in capsys.readouterr().err
+
+
+def test_a_name_that_makes_no_collection_asks_for_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    table = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "text": "a dog"}])
+    argv = _ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(table))
+    argv[argv.index("My-Shop")] = "2024"
+    assert main(argv) == 1
+    assert "give --collection" in capsys.readouterr().err
+    assert main([*argv, "--collection", "shop"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--texts", "t.jsonl", "--images", "p"], "not allowed with argument"),
+        (["--texts", "t.jsonl", "--metadata", "m.csv"], "--metadata goes with --images"),
+        (["--images", "p", "--text-column", "body"], "--text-column goes with --texts"),
+        (["--captions", "c.csv", "--collection", "x"], "--collection goes with --texts"),
+        (["--captions", "c.csv", "--on-error", "skip"], "--on-error goes with"),
+        (["--texts", "t.jsonl", "--images-dir", "d"], "--images-dir goes with --captions"),
+        (["--texts", "t.jsonl", "--field", "price"], "'price' is not NAME:TYPE"),
+        (["--texts", "t.jsonl", "--field", "price:money"], "unknown field type 'money'"),
+        (["--images", "p", "--max-image-bytes", "0"], "0 is not positive"),
+        (["--texts", "t.jsonl", "--path-column", "f"], "--path-column goes with --image-table"),
+    ],
+)
+def test_options_that_do_not_fit_are_usage_errors(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "--variant", "v", "--name", "n", *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_input_that_cannot_be_read_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    missing = tmp_path / "missing.jsonl"
+    assert main(_ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(missing))) == 1
+    assert f"error: [Errno 2] No such file or directory: '{missing}'" in capsys.readouterr().err
+    sheet = tmp_path / "items.xlsx"
+    sheet.write_bytes(b"x")
+    assert main(_ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(sheet))) == 1
+    assert f"error: {sheet}: unknown table format" in capsys.readouterr().err

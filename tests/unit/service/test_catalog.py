@@ -144,12 +144,34 @@ def test_close_stops_every_variant_s_batchers() -> None:
 # -- building a catalog -----------------------------------------------------------------------
 
 
-def test_a_collection_served_twice_is_refused() -> None:
+def test_one_name_in_two_bundles_is_found_by_qualified_name_and_bare_is_ambiguous() -> None:
     vectors = tie_corpus()
     first = served_with(vectors, AdversarialTieIndex(vectors))
     second = dataclasses.replace(first, bundle="other")
-    with pytest.raises(StoreLoadError, match=r"in two bundles: b@1 and other@1"):
-        Catalog({"v": variant("v")}, [first, second])
+    catalog = Catalog({"v": variant("v")}, [first, second])
+    assert [c.qualified_name for c in catalog.collections] == ["b:captions", "other:captions"]
+    assert catalog.locate(None, "other:captions", lambda _: True)[1] is second
+    message = (
+        r"'captions' is ambiguous: .*\(b:captions \(variant v\), other:captions \(variant v\)\)"
+    )
+    with pytest.raises(InvalidQueryError, match=message):
+        catalog.locate(None, "captions", lambda _: True)
+    with pytest.raises(InvalidQueryError, match="ambiguous"):
+        catalog.collection(catalog.resolve_variant("v"), "captions")
+    with pytest.raises(StoreLoadError, match="'b:captions' is loaded twice"):
+        Catalog({"v": variant("v")}, [first, first])
+
+
+def test_a_bare_name_finds_the_collection_whose_variant_fits() -> None:
+    vectors = tie_corpus()
+    first = served_with(vectors, AdversarialTieIndex(vectors))
+    second = dataclasses.replace(first, bundle="other", variant="w")
+    catalog = Catalog({"v": variant("v"), "w": variant("w")}, [first, second])
+    assert catalog.locate(None, "captions", lambda v: v.name == "w")[1] is second
+    with_default = Catalog({"v": variant("v"), "w": variant("w", is_default=True)}, [first, second])
+    assert with_default.locate(None, "captions", lambda _: True)[1] is second
+    with pytest.raises(InvalidQueryError, match="is embedded by variant 'v', not 'w'"):
+        catalog.locate("w", "b:captions", lambda _: True)
 
 
 def test_a_collection_of_an_unloaded_variant_is_refused() -> None:
@@ -209,7 +231,7 @@ def test_an_unknown_collection_is_not_found_with_what_is_served() -> None:
     catalog = catalog_of(variant("v", is_default=True), collection_of="v")
     chosen = catalog.resolve_variant(None)
     assert catalog.collection(chosen, "captions").name == "captions"
-    with pytest.raises(NotFoundError, match=r"unknown collection 'images' .*served: captions"):
+    with pytest.raises(NotFoundError, match=r"unknown collection 'images' .*served: \w+:captions"):
         catalog.collection(chosen, "images")
 
 

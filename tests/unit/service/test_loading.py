@@ -118,11 +118,13 @@ def test_encoder_must_be_the_variant_the_bundle_names(tmp_path: Path) -> None:
         load(settings_for(tmp_path), FakeTextEncoder(name="impostor"))
 
 
-def test_a_collection_served_twice_is_refused(tmp_path: Path) -> None:
+def test_one_collection_name_in_two_bundles_is_served_under_both_qualified_names(
+    tmp_path: Path,
+) -> None:
     write_fake_bundle(tmp_path / "bundles", "first")
     write_fake_bundle(tmp_path / "bundles", "second")
-    with pytest.raises(StoreLoadError, match="in two bundles"):
-        load(settings_for(tmp_path))
+    catalog = load(settings_for(tmp_path))
+    assert [c.qualified_name for c in catalog.collections] == ["first:captions", "second:captions"]
 
 
 def test_unknown_default_variant_is_refused(tmp_path: Path) -> None:

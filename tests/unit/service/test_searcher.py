@@ -26,6 +26,7 @@ from service.request_context import RequestContext
 from service.searcher import (
     ImageSide,
     ItemSide,
+    PageRequest,
     QuerySide,
     Searcher,
     TextSide,
@@ -84,10 +85,9 @@ class Deployment:
                 self.variant,
                 self.collection(collection),
                 side,
-                k,
-                (),
+                PageRequest(k=k),
             )
-        )
+        ).hits
 
     @staticmethod
     def run(work: Coroutine[Any, Any, T]) -> T:
@@ -235,9 +235,9 @@ def test_the_target_names_the_variant_collection_and_tower(deployment: Deploymen
     variant, served = Searcher.target(catalog, None, "images", "text", "query.text")
     assert (variant.name, served.name) == (FAKE_VARIANT, "images")
     with pytest.raises(NotFoundError, match="unknown variant 'nope'"):
-        Searcher.target(catalog, "nope", "images", None, "query.item")
+        Searcher.target(catalog, "nope", "images", VectorSide([1.0], "v"), "query.vector")
     with pytest.raises(NotFoundError, match="unknown collection 'songs'"):
-        Searcher.target(catalog, None, "songs", None, "query.item")
+        Searcher.target(catalog, None, "songs", VectorSide([1.0], "v"), "query.vector")
     text_only = dataclasses.replace(
         deployment.variant,
         encoders=VariantEncoders(text=deployment.text),
@@ -248,7 +248,7 @@ def test_the_target_names_the_variant_collection_and_tower(deployment: Deploymen
     with pytest.raises(InvalidQueryError, match=message):
         Searcher.target(without_images, None, "images", "image", "query.image")
     # An item or a vector needs no tower.
-    Searcher.target(without_images, None, "images", None, "query.item")
+    Searcher.target(without_images, None, "images", VectorSide([1.0], "v"), "query.vector")
 
 
 def test_sides_know_their_tower_and_place() -> None:
@@ -274,8 +274,7 @@ def test_a_text_search_times_queue_encode_and_search(deployment: Deployment) -> 
             deployment.variant,
             deployment.collection("captions"),
             TextSide("a dog", "query.text"),
-            3,
-            (),
+            PageRequest(k=3),
         )
     )
     assert context.queue_ms is not None
@@ -299,10 +298,9 @@ def test_an_item_search_has_no_queue_or_encode_time(deployment: Deployment) -> N
             deployment.variant,
             deployment.collection("captions"),
             ItemSide("captions", caption_id(0)),
-            2,
-            {caption_id(0)},
+            PageRequest(k=2, exclude={caption_id(0)}),
         )
-    )
+    ).hits
     assert caption_id(0) not in [hit.item_id for hit in hits]
     assert (context.queue_ms, context.encode_ms, context.decode_ms) == (None, None, None)
     assert context.search_ms is not None
