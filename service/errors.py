@@ -143,6 +143,13 @@ def error_body(code: ErrorCode, message: str, request_id: str) -> dict[str, dict
     return {"error": {"code": code.value, "message": _printable(message), "request_id": request_id}}
 
 
+def item_error(error: DomainError) -> tuple[int, dict[str, str]]:
+    """The status and ``{"code", "message"}`` of a domain error answered inside a 200 (one
+    search of a bulk request), the message made safe to encode as UTF-8."""
+    code = code_of(error)
+    return STATUS_OF[code], {"code": code.value, "message": _printable(str(error))}
+
+
 def error_response(
     code: ErrorCode,
     message: str,

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic_core
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from service.catalog import ServedCollection, ServedVariant
-from service.errors import STATUS_OF, ErrorCode, ServiceError, code_of, validation_message
+from service.errors import ErrorCode, ServiceError, item_error, validation_message
 from service.exceptions import DomainError, ImageRefusedError, quoted
 from service.images import ImagePayload, refuse_oversized_file
 from service.request_context import RequestContext
@@ -139,18 +140,18 @@ async def search_bulk(
     items: list[dict[str, Any]] = []
     for search, answer in zip(body.searches, answers, strict=True):
         if isinstance(answer, DomainError):
-            code = code_of(answer)
-            error = {"code": code.value, "message": str(answer)}
-            items.append({"status": STATUS_OF[code], "result": None, "error": error})
+            status, error = item_error(answer)
+            items.append({"status": status, "result": None, "error": error})
         else:
             result = _page_result(
                 answer.variant, answer.served, search.include_metadata, answer.page
             )
             items.append({"status": 200, "result": result, "error": None})
-    response = BulkSearchResponse.model_validate(
-        {"responses": items, "timings_ms": _timings(context)}
-    )
-    return Response(response.model_dump_json(), media_type="application/json")
+    # Built here from plain values of known types and serialised without a validation pass: at
+    # 256 searches x k=1000 validating the response model took 0.8 s, serialising it 0.14 s.
+    # The contract test checks answers against BulkSearchResponse.
+    document = {"responses": items, "timings_ms": _timings(context).model_dump()}
+    return Response(pydantic_core.to_json(document), media_type="application/json")
 
 
 def _upload_form(form: FormData) -> tuple[UploadFile, SearchUploadForm]:

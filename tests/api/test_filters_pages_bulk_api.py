@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from service.schemas import BulkSearchResponse
 from tests.fakes.fake_bundles import CAPTIONS, caption_id
 
 SURF = CAPTIONS[1]
@@ -140,7 +141,7 @@ def test_bulk_answers_in_order_like_single_searches_each_with_its_own_error(
     ]
     response = post(client, "/v1/search/bulk", {"searches": searches})
     assert response.status_code == 200, response.text
-    answers = response.json()["responses"]
+    answers = BulkSearchResponse.model_validate(response.json()).model_dump()["responses"]
     assert [answer["status"] for answer in answers] == [200, 404, 200, 200, 422, 200]
     assert answers[1]["error"]["code"] == "not_found"
     assert "unknown field 'nope'" in answers[4]["error"]["message"]
