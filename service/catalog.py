@@ -259,6 +259,16 @@ class Catalog:
             )
         return variant
 
+    def resolve_variant_for(self, name: str | None, fits: Fits) -> ServedVariant:
+        """:meth:`resolve_variant`, except that a request naming no variant, where there is no
+        default, gets the one loaded variant that ``fits`` it (the only one with the tower its
+        inputs need, say); when several or none fit, the 422 of :meth:`resolve_variant`."""
+        if name is None and self._default_variant is None:
+            fitting = [variant for variant in self.variants if fits(variant)]
+            if len(fitting) == 1:
+                return fitting[0]
+        return self.resolve_variant(name)
+
     def collection(self, variant: ServedVariant, name: str) -> ServedCollection:
         """The collection ``name`` (qualified or bare) embedded by ``variant``.
 

@@ -228,6 +228,19 @@ class Searcher:
             catalog.require_tower(variant, tower, where)
         return variant, served
 
+    @staticmethod
+    def variant_for(
+        catalog: Catalog, variant_name: str | None, sides: Sequence[QuerySide]
+    ) -> ServedVariant:
+        """The variant a request of ``sides`` names, or — naming none where there is no
+        default — the one variant that can answer every side (see
+        :meth:`Catalog.resolve_variant_for`)."""
+
+        def fits(variant: ServedVariant) -> bool:
+            return all(_can_answer(catalog, side, variant) for side in sides)
+
+        return catalog.resolve_variant_for(variant_name, fits)
+
     async def search(
         self,
         context: RequestContext,

@@ -25,7 +25,8 @@ async def embed(
     """Float32 embeddings ``[n, dim]`` (L2-normalised rows) of ``texts`` (one encoder call) or
     of ``images`` (base64 files; decoded, then embedded), in request order."""
     body.check_limits(state.settings)
-    variant = catalog.resolve_variant(body.variant)
+    tower = "image" if isinstance(body, EmbedImages) else "text"
+    variant = catalog.resolve_variant_for(body.variant, lambda served: tower in served.towers)
     if isinstance(body, EmbedImages):
         catalog.require_tower(variant, "image", "images")
         payloads = [ImagePayload(f"images.{n}", image) for n, image in enumerate(body.images)]

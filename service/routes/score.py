@@ -33,8 +33,9 @@ async def score(
     is decoded or encoded; images are decoded and embedded before any text is encoded.
     """
     body.check_limits(state.settings)
-    variant = catalog.resolve_variant(body.variant)
-    vectors, versions = await state.searcher.vectors(context, catalog, variant, body.core_sides())
+    sides = body.core_sides()
+    variant = state.searcher.variant_for(catalog, body.variant, sides)
+    vectors, versions = await state.searcher.vectors(context, catalog, variant, sides)
     scores = np.einsum("ij,ij->i", vectors[0::2], vectors[1::2])
     return ScoreResponse(
         scores=[float(value) for value in scores],

@@ -263,3 +263,12 @@ def test_an_item_s_row_and_stored_vector() -> None:
     np.testing.assert_array_equal(stored, tie_corpus()[5])
     with pytest.raises(NotFoundError, match=r"unknown item 'item-99' in collection 'captions'"):
         catalog.row_of(served, "item-99")
+
+
+def test_a_request_naming_no_variant_gets_the_one_that_fits_it() -> None:
+    catalog = catalog_of(variant("text-only"), variant("clip", image=True), collection_of=None)
+    has_image = catalog.resolve_variant_for(None, lambda v: "image" in v.towers)
+    assert has_image.name == "clip"
+    with pytest.raises(InvalidQueryError, match="several variants are loaded"):
+        catalog.resolve_variant_for(None, lambda v: "text" in v.towers)
+    assert catalog.resolve_variant_for("text-only", lambda _: False).name == "text-only"
