@@ -7,6 +7,7 @@ never what it is. Same configuration → byte-identical files (the manifest hold
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import shutil
@@ -109,24 +110,23 @@ def _prepare(config: GenerationConfig) -> None:
     root.mkdir(parents=True, exist_ok=True)
 
 
-def _records(
-    tasks: list[ImageTask], pool: Any, description: str, progress: bool
-) -> Iterator[ImageRecord]:
-    results = map(make_image, tasks) if pool is None else pool.imap(make_image, tasks, WORKER_CHUNK)
-    yield from tqdm(results, total=len(tasks), desc=description, disable=not progress)
-
-
-def _split_corpus(config: GenerationConfig, split: str, pool: Any) -> SplitCorpus:
+def _split_tasks(config: GenerationConfig, split: str) -> list[ImageTask]:
     images_dir = layout.images_dir(config.out, split)
     images_dir.mkdir(parents=True, exist_ok=True)
-    tasks = [
+    return [
         ImageTask(config.seed, split, index, config.image_size, images_dir)
         for index in range(config.sizes[split])
     ]
+
+
+def _split_corpus(
+    config: GenerationConfig, split: str, records: Iterator[ImageRecord], total: int
+) -> SplitCorpus:
     started = time.perf_counter()
-    records = tuple(_records(tasks, pool, f"{split}: images", config.progress))
-    LOG.info("%s: %d images in %.1f s", split, len(records), time.perf_counter() - started)
-    return SplitCorpus(split=split, seed=config.seed, images=records)
+    bar = tqdm(records, total=total, desc=f"{split}: images", disable=not config.progress)
+    images = tuple(bar)
+    LOG.info("%s: %d images in %.1f s", split, len(images), time.perf_counter() - started)
+    return SplitCorpus(split=split, seed=config.seed, images=images)
 
 
 def _write_split(
@@ -186,15 +186,20 @@ def generate_scenes(config: GenerationConfig) -> dict[str, Any]:
     splits = [split for split in SPLITS if config.sizes.get(split, 0) > 0]
     files: dict[str, str] = {}
     split_counts: dict[str, dict[str, int]] = {}
-    corpora: list[SplitCorpus] = []
-    if config.workers > 1:
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(config.workers) as pool:
-            corpora = [_split_corpus(config, split, pool) for split in splits]
-    else:
-        corpora = [_split_corpus(config, split, None) for split in splits]
-    for corpus in corpora:
-        split_counts[corpus.split] = _write_split(config, corpus, files)
+    # Splits with judgments first: while this process searches and writes one split, the
+    # workers render the images of the next ones (every image is queued up front).
+    order = sorted(splits, key=lambda split: split not in config.judgment_splits)
+    tasks = {split: _split_tasks(config, split) for split in order}
+    records: dict[str, Iterator[ImageRecord]]
+    with contextlib.ExitStack() as stack:
+        if config.workers > 1:
+            pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(config.workers))
+            records = {s: pool.imap(make_image, tasks[s], WORKER_CHUNK) for s in order}
+        else:
+            records = {split: map(make_image, tasks[split]) for split in order}
+        for split in order:
+            corpus = _split_corpus(config, split, records[split], len(tasks[split]))
+            split_counts[split] = _write_split(config, corpus, files)
     manifest = {
         "generator": GENERATOR_NAME,
         "version": GENERATOR_VERSION,
@@ -202,7 +207,7 @@ def generate_scenes(config: GenerationConfig) -> dict[str, Any]:
         "image_size": config.image_size,
         "captions_per_image": CAPTIONS_PER_IMAGE,
         "judgment_splits": [split for split in splits if split in config.judgment_splits],
-        "splits": split_counts,
+        "splits": {split: split_counts[split] for split in splits},
         "files": dict(sorted(files.items())),
     }
     writer.write_manifest(layout.manifest_path(config.out), manifest)

@@ -27,11 +27,32 @@ stop_service() {
 trap stop_service EXIT
 echo "service pid ${service_pid} on ${URL} (log: ${REPORT_DIR}/service.log)"
 
-"$PY" -m benchmarks cxc --url "$URL" --data "$DATA" --split "$SPLIT" --dataset coco-karpathy \
+# Wait for /readyz (the bundles loaded), at most 300 s, while the service runs.
+wait_ready='
+import os, sys, time, urllib.request
+deadline = time.monotonic() + 300
+while True:
+    os.kill(int(sys.argv[2]), 0)  # ProcessLookupError: the service stopped (see its log)
+    try:
+        with urllib.request.urlopen(sys.argv[1] + "/readyz", timeout=5) as answer:
+            if answer.status == 200:
+                break
+    except OSError:
+        pass
+    if time.monotonic() > deadline:
+        sys.exit("the service was not ready within 300 s")
+    time.sleep(0.25)
+'
+scripts/phase.sh "service start (load bundles)" "$PY" -c "$wait_ready" "$URL" "$service_pid"
+
+scripts/phase.sh "replay coco (t2t, STS, latency)" \
+    "$PY" -m benchmarks cxc --url "$URL" --data "$DATA" --split "$SPLIT" --dataset coco-karpathy \
     --variant minilm-l6-v2 --out "$REPORT_DIR/coco"
 if [[ -f artifacts/bundles/scenes/CURRENT ]]; then
-    "$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
+    scripts/phase.sh "replay scenes (dual encoder)" \
+        "$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
         --dataset scenes --variant scenes-dual-encoder --out "$REPORT_DIR/scenes"
 fi
-"$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
+scripts/phase.sh "replay scenes-efficientnet (i2i, SIS)" \
+    "$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
     --dataset scenes --variant efficientnet-lite0 --tasks i2i,sis --out "$REPORT_DIR/scenes-efficientnet"

@@ -150,6 +150,47 @@ def _service_error(response: httpx.Response) -> ServiceError:
     )
 
 
+def search_body(
+    query: JsonObject,
+    collection: str,
+    k: int,
+    *,
+    exclude: Sequence[str] | None = None,
+    variant: str | None = None,
+    include_metadata: bool = True,
+) -> JsonObject:
+    """The body of one search (``POST /v1/search``, or one entry of a bulk search).
+
+    Args:
+        query: a query side (:mod:`benchmarks.drivers.query_sides`).
+        collection: the target collection (``"captions"``, ``"images"``).
+        k: number of results (1..the service's ``max_k``).
+        exclude: ids removed from the ranking.
+        variant: encoder variant; the service default when ``None``.
+        include_metadata: ask for each hit's metadata; evaluation replays turn it off since
+            they need ids and scores only (a k=1000 answer shrinks several-fold).
+    """
+    body: JsonObject = {"query": query, "collection": collection, "k": k}
+    if not include_metadata:
+        body["include_metadata"] = False
+    if exclude:
+        body["exclude"] = list(exclude)
+    if variant is not None:
+        body["variant"] = variant
+    return body
+
+
+def _search_response(answer: JsonObject) -> SearchResponse:
+    results = answer.get("results", [])
+    return SearchResponse(
+        ids=[str(result["id"]) for result in results],
+        scores=[float(result["score"]) for result in results],
+        variant=answer.get("variant"),
+        bundle_version=answer.get("bundle_version"),
+        timings_ms=answer.get("timings_ms") or {},
+    )
+
+
 class CrisscrossClient:
     """Async client of one Crisscross service.
 
@@ -292,34 +333,63 @@ class CrisscrossClient:
         retry: bool = True,
         include_metadata: bool = True,
     ) -> SearchResponse:
-        """``POST /v1/search``.
+        """``POST /v1/search`` of one :func:`search_body` (same arguments).
 
         Args:
-            query: a query side (:mod:`benchmarks.drivers.query_sides`).
-            collection: the target collection (``"captions"``, ``"images"``).
-            k: number of results (1..the service's ``max_k``).
-            exclude: ids removed from the ranking.
-            variant: encoder variant; the service default when ``None``.
             retry: whether 503 + ``Retry-After`` is retried.
-            include_metadata: ask for each hit's metadata; evaluation replays turn it off since
-                they need ids and scores only (a k=1000 answer shrinks several-fold).
         """
-        body: JsonObject = {"query": query, "collection": collection, "k": k}
-        if not include_metadata:
-            body["include_metadata"] = False
-        if exclude:
-            body["exclude"] = list(exclude)
-        if variant is not None:
-            body["variant"] = variant
-        answer = await self.request_json("POST", "/v1/search", body, retry=retry)
-        results = answer.get("results", [])
-        return SearchResponse(
-            ids=[str(result["id"]) for result in results],
-            scores=[float(result["score"]) for result in results],
-            variant=answer.get("variant"),
-            bundle_version=answer.get("bundle_version"),
-            timings_ms=answer.get("timings_ms") or {},
+        body = search_body(
+            query,
+            collection,
+            k,
+            exclude=exclude,
+            variant=variant,
+            include_metadata=include_metadata,
         )
+        return _search_response(await self.request_json("POST", "/v1/search", body, retry=retry))
+
+    async def search_bulk(
+        self, searches: Sequence[JsonObject]
+    ) -> list[SearchResponse | ServiceError]:
+        """``POST /v1/search/bulk``: many :func:`search_body` searches in one request.
+
+        Returns:
+            One entry per search, in request order: its answer, or the :class:`ServiceError` of
+            that search alone (its status and error body).
+
+        Raises:
+            ServiceError: the request as a whole was refused (as :meth:`request_json`), or the
+                answer does not hold one response per search.
+        """
+        url = f"{self.base_url}/v1/search/bulk"
+        answer = await self.request_json("POST", "/v1/search/bulk", {"searches": list(searches)})
+        responses = answer.get("responses")
+        if not isinstance(responses, list) or len(responses) != len(searches):
+            raise ServiceError(
+                200,
+                "bad_response",
+                f"asked {len(searches)} searches, got {responses!r:.200}",
+                None,
+                "POST",
+                url,
+            )
+        entries: list[SearchResponse | ServiceError] = []
+        for response in responses:
+            if response.get("status") == 200:
+                entries.append(_search_response(response["result"]))
+                continue
+            error = response.get("error") or {}
+            entries.append(
+                ServiceError(
+                    int(response.get("status") or 0),
+                    error.get("code"),
+                    str(error.get("message")),
+                    None,
+                    "POST",
+                    url,
+                )
+            )
+        return entries
 
     async def score(
         self, pairs: Sequence[tuple[JsonObject, JsonObject]], *, variant: str | None = None

@@ -1,16 +1,18 @@
-"""Query replay: send a task's queries and pairs to the live service, several in flight.
+"""Query replay: send a task's queries and pairs to the live service, several requests in flight.
 
 The replay keeps only what the metrics need — each query's first-positive rank per task, each
 pair's score and, when asked, each query's first few result ids (``keep_top``, e.g. 15) — never
-the full result lists (18k queries × 1,000 ids would not fit comfortably). Requests run
-through a fixed pool of asyncio workers sharing one client; results keep the input order. It
-also records which variants and bundle versions answered, and counts answers that break the
-API's promises (the excluded query returned; scores out of order).
+the full result lists (18k queries × 1,000 ids would not fit comfortably). Searches go in bulk
+requests (``POST /v1/search/bulk``), pairs in ``POST /v1/score`` batches, both cut by
+:func:`cut_requests`; requests run through a fixed pool of asyncio workers sharing one client;
+results keep the input order. It also records which variants and bundle versions answered, and
+counts answers that break the API's promises (the excluded query returned; scores out of order).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError, search_body
 from benchmarks.drivers.query_sides import ImageFile, PairSide, resolve_side
 from evaluation.data.ground_truth import RetrievalTask
 from evaluation.data.task_groups import first_ranks_of, group_queries
@@ -36,7 +38,7 @@ async def map_bounded(
     items: Sequence[ItemT],
     call: Callable[[ItemT], Awaitable[ResultT]],
     concurrency: int,
-    on_done: Callable[[], object] | None = None,
+    on_done: Callable[[ItemT], object] | None = None,
 ) -> list[ResultT]:
     """Await ``call(item)`` for every item with at most ``concurrency`` in flight.
 
@@ -44,7 +46,7 @@ async def map_bounded(
         items: the inputs.
         call: the coroutine function applied to each input.
         concurrency: most calls in flight.
-        on_done: called after each finished call (e.g. to advance a progress bar).
+        on_done: called with each item whose call finished (e.g. to advance a progress bar).
 
     Returns:
         The results in input order. The first exception cancels the remaining work and
@@ -59,7 +61,7 @@ async def map_bounded(
         for index in next_index:
             results[index] = await call(items[index])
             if on_done is not None:
-                on_done()
+                on_done(items[index])
 
     try:
         async with asyncio.TaskGroup() as group:
@@ -112,13 +114,50 @@ class RetrievalReplay:
     top_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+BULK_BODY_BYTES = 16 * 2**20
+"""Most JSON bytes of one bulk search request: half the service's default
+``max_bulk_body_bytes`` (uploaded query images make bodies large)."""
+
+
+def cut_requests(costs: Sequence[tuple[int, ...]], budgets: tuple[int, ...]) -> list[range]:
+    """Cut consecutive items into requests, greedily, each within every budget.
+
+    Args:
+        costs: per item, what it uses of each budget (e.g. ``(1, uploads, body bytes)``).
+        budgets: the most each request may use of each.
+
+    Returns:
+        Consecutive index ranges covering ``range(len(costs))``; an item over a budget on its
+        own still gets a request (the service then refuses it and says why).
+    """
+    requests: list[range] = []
+    start = 0
+    used = [0] * len(budgets)
+    for index, cost in enumerate(costs):
+        if index > start and any(
+            spent + more > budget for spent, more, budget in zip(used, cost, budgets, strict=True)
+        ):
+            requests.append(range(start, index))
+            start, used = index, [0] * len(budgets)
+        used = [spent + more for spent, more in zip(used, cost, strict=True)]
+    if start < len(costs):
+        requests.append(range(start, len(costs)))
+    return requests
+
+
+Ranked = tuple[dict[str, int | None], tuple[str, ...]]
+"""One query's first-positive rank per task, and its first ``keep_top`` result ids."""
+
+
 async def replay_retrieval(
     client: CrisscrossClient,
     tasks: Sequence[RetrievalTask],
     query_of: Callable[[str], JsonObject],
     k: int,
     *,
-    concurrency: int = 8,
+    bulk_size: int = 256,
+    max_uploads: int = 32,
+    concurrency: int = 2,
     variant: str | None = None,
     show_progress: bool = True,
     collection: str | None = None,
@@ -128,7 +167,10 @@ async def replay_retrieval(
     """Search every query of ``tasks`` and score it against each task's positives.
 
     Tasks that share queries (t2t and t2t_cocaptions) cost one search per query. All tasks must
-    share the query collection, target collection and ``exclude_query``.
+    share the query collection, target collection and ``exclude_query``. Searches go in bulk
+    requests (``POST /v1/search/bulk``) of at most ``bulk_size`` searches, ``max_uploads``
+    image uploads and :data:`BULK_BODY_BYTES` bytes; a search the service refuses fails the
+    replay with its :class:`ServiceError`, naming the query.
 
     Each query is first asked for ``probe_k`` results and asked again for ``k`` only when some
     task's first positive is not among them. The service's order (score descending, then bundle
@@ -140,7 +182,9 @@ async def replay_retrieval(
         tasks: the tasks to evaluate.
         query_of: query id → the ``query`` object sent (``text_query(...)``, ``item_ref(...)``).
         k: results asked for per query.
-        concurrency: searches in flight.
+        bulk_size: most searches per bulk request (≤ the service's ``max_bulk_searches``).
+        max_uploads: most image uploads per bulk request (≤ its ``max_images_per_request``).
+        concurrency: bulk requests in flight.
         variant: encoder variant, or the service default.
         show_progress: draw a tqdm bar on stderr.
         collection: the service's name of the target collection, when it differs from the
@@ -149,8 +193,8 @@ async def replay_retrieval(
         keep_top: keep each query's first ``keep_top`` result ids (≤ ``k``; the first request
             asks for at least that many).
     """
-    if probe_k < 1:
-        raise ValueError("probe_k must be at least 1")
+    if probe_k < 1 or bulk_size < 1:
+        raise ValueError("probe_k and bulk_size must be at least 1")
     if not tasks:
         return RetrievalReplay(first_ranks={}, served_by=ServedBy())
     first = tasks[0]
@@ -165,36 +209,68 @@ async def replay_retrieval(
     served_by = ServedBy()
     counters = {"exclude": 0, "order": 0, "deepened": 0}
 
-    async def ask_at(query: str, depth: int) -> tuple[dict[str, int | None], tuple[str, ...]]:
-        exclude = [query] if first.exclude_query else None
-        answer = await client.search(
+    def body(query: str, depth: int) -> JsonObject:
+        return search_body(
             query_of(query),
             collection or first.target_collection,
             depth,
-            exclude=exclude,
+            exclude=[query] if first.exclude_query else None,
             variant=variant,
             include_metadata=False,
         )
-        served_by.add(answer.variant, answer.bundle_version)
-        if exclude and query in answer.ids:
-            counters["exclude"] += 1
-        if any(later > earlier for earlier, later in pairwise(answer.scores)):
-            counters["order"] += 1
-        return first_ranks_of(tasks, query, answer.ids[:depth]), tuple(answer.ids[:keep_top])
+
+    def cost(search: JsonObject) -> tuple[int, int, int]:
+        return 1, "image" in search["query"], len(json.dumps(search))
+
+    def bulks(chunk: Sequence[str], depth: int) -> list[list[str]]:
+        # bodies are built twice (measured here, sent later): uploads never pile up in memory
+        costs = [cost(body(query, depth)) for query in chunk]
+        budgets = (bulk_size, max_uploads, BULK_BODY_BYTES)
+        return [[chunk[index] for index in part] for part in cut_requests(costs, budgets)]
+
+    async def ask_at(bulk: list[str], depth: int) -> dict[str, Ranked]:
+        answers = await client.search_bulk([body(query, depth) for query in bulk])
+        ranked: dict[str, Ranked] = {}
+        for query, answer in zip(bulk, answers, strict=True):
+            if isinstance(answer, ServiceError):
+                failures = sum(isinstance(other, ServiceError) for other in answers)
+                raise ServiceError(
+                    answer.status,
+                    answer.code,
+                    f"query {query!r} ({failures} of {len(bulk)} in its bulk failed): "
+                    f"{answer.error_message}",
+                    answer.request_id,
+                    answer.method,
+                    answer.url,
+                )
+            served_by.add(answer.variant, answer.bundle_version)
+            if first.exclude_query and query in answer.ids:
+                counters["exclude"] += 1
+            if any(later > earlier for earlier, later in pairwise(answer.scores)):
+                counters["order"] += 1
+            ids = answer.ids[:depth]
+            ranked[query] = first_ranks_of(tasks, query, ids), tuple(ids[:keep_top])
+        return ranked
 
     first_depth = min(max(probe_k, keep_top), k)
 
-    async def ask(query: str) -> tuple[dict[str, int | None], tuple[str, ...]]:
-        ranks, top = await ask_at(query, first_depth)
-        if first_depth < k and any(rank is None for rank in ranks.values()):
-            counters["deepened"] += 1
-            ranks, _ = await ask_at(query, k)
-        return ranks, top
+    async def ask(bulk: list[str]) -> list[Ranked]:
+        ranked = await ask_at(bulk, first_depth)
+        if first_depth < k:
+            missed = [query for query in bulk if None in ranked[query][0].values()]
+            counters["deepened"] += len(missed)
+            for deeper in bulks(missed, k):
+                for query, (ranks, _) in (await ask_at(deeper, k)).items():
+                    ranked[query] = ranks, ranked[query][1]
+        return [ranked[query] for query in bulk]
 
     names = ", ".join(task.name for task in tasks)
     with tqdm(total=len(queries), desc=f"search ({names})", disable=not show_progress) as bar:
-        answers = await map_bounded(queries, ask, concurrency, lambda: bar.update(1))
-    rank_of = {query: ranks for query, (ranks, _) in zip(queries, answers, strict=True)}
+        answers = await map_bounded(
+            bulks(queries, first_depth), ask, concurrency, lambda bulk: bar.update(len(bulk))
+        )
+    ranked = [entry for bulk in answers for entry in bulk]
+    rank_of = {query: ranks for query, (ranks, _) in zip(queries, ranked, strict=True)}
     logger.info(
         "%s: %d queries, %d asked again at k=%d", names, len(queries), counters["deepened"], k
     )
@@ -210,7 +286,7 @@ async def replay_retrieval(
         exclude_violations=counters["exclude"],
         order_violations=counters["order"],
         top_ids=(
-            {query: top for query, (_, top) in zip(queries, answers, strict=True)}
+            {query: top for query, (_, top) in zip(queries, ranked, strict=True)}
             if keep_top
             else {}
         ),
@@ -255,25 +331,15 @@ def score_batches(
     """
     if batch_size < 1 or max_uploads < 2 or max_upload_bytes < 1:
         raise ValueError("need batch_size ≥ 1, max_uploads ≥ 2, max_upload_bytes ≥ 1")
-    batches: list[range] = []
-    start = count = uploads = size = 0
-    for index, (left, right) in enumerate(pairs):
-        pair_uploads = isinstance(left, ImageFile) + isinstance(right, ImageFile)
-        pair_size = _upload_bytes(left) + _upload_bytes(right)
-        full = (
-            count >= batch_size
-            or uploads + pair_uploads > max_uploads
-            or size + pair_size > max_upload_bytes
+    costs = [
+        (
+            1,
+            isinstance(left, ImageFile) + isinstance(right, ImageFile),
+            _upload_bytes(left) + _upload_bytes(right),
         )
-        if count and full:
-            batches.append(range(start, index))
-            start, count, uploads, size = index, 0, 0, 0
-        count += 1
-        uploads += pair_uploads
-        size += pair_size
-    if count:
-        batches.append(range(start, len(pairs)))
-    return batches
+        for left, right in pairs
+    ]
+    return cut_requests(costs, (batch_size, max_uploads, max_upload_bytes))
 
 
 async def replay_scores(
@@ -306,7 +372,7 @@ async def replay_scores(
         return answer.scores
 
     with tqdm(total=len(batches), desc="score pairs", disable=not show_progress) as bar:
-        answers = await map_bounded(batches, ask, concurrency, lambda: bar.update(1))
+        answers = await map_bounded(batches, ask, concurrency, lambda _: bar.update(1))
     scores = np.array([value for batch in answers for value in batch], dtype=np.float64)
     uploads = sum(isinstance(side, ImageFile) for pair in pairs for side in pair)
     return ScoreReplay(scores=scores, served_by=served_by, uploads=uploads, requests=len(batches))

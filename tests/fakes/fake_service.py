@@ -5,7 +5,8 @@ deterministic toy similarity (Jaccard overlap of lower-cased word sets, which ti
 the contract's tie rule: score descending, then row ascending. An image "is" its toy
 description text: a stored image item is its description, an uploaded image is looked up by its
 bytes. Text sides need the ``text`` tower and uploads the ``image`` tower (422 otherwise), as in
-the contract. It records every request so tests can check what was sent.
+the contract. It records every request so tests can check what was sent; a bulk search
+(``/v1/search/bulk``) answers each of its searches as ``/v1/search`` would.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class FakeService:
     towers: tuple[str, ...] | None = ("text",)
     max_k: int = 1000
     max_score_pairs: int = 1024
+    max_bulk_searches: int = 1024
     max_images_per_request: int = 32
     variant: str = "toy-jaccard"
     bundle_version: str = "20260101T000000Z"
@@ -150,6 +152,8 @@ class FakeService:
             return httpx.Response(200, json={"variants": [variant]})
         if path == "/v1/search" and request.method == "POST":
             return self._search(body)
+        if path == "/v1/search/bulk" and request.method == "POST":
+            return self._search_bulk(body)
         if path == "/v1/score" and request.method == "POST":
             return self._score(body)
         return _error(404, "not_found", f"no route {path}")
@@ -190,6 +194,27 @@ class FakeService:
                 "timings_ms": {"encode": 0.1, "search": 0.1, "total": 0.2},
             },
         )
+
+    def _search_bulk(self, body: dict[str, Any]) -> httpx.Response:
+        """Each search as ``/v1/search`` would answer it, in order, each with its own status."""
+        searches = body.get("searches")
+        if not isinstance(searches, list) or not 1 <= len(searches) <= self.max_bulk_searches:
+            return _error(422, "invalid_input", f"1..{self.max_bulk_searches} searches")
+        if self.overloaded_searches > 0:
+            self.overloaded_searches -= 1
+            return _error(503, "overloaded", "queue full", {"Retry-After": "0"})
+        responses = []
+        for search in searches:
+            answer = self._search(search)
+            ok = answer.status_code == 200
+            responses.append(
+                {
+                    "status": answer.status_code,
+                    "result": answer.json() if ok else None,
+                    "error": None if ok else answer.json()["error"],
+                }
+            )
+        return httpx.Response(200, json={"responses": responses, "timings_ms": {"total": 0.1}})
 
     def _score(self, body: dict[str, Any]) -> httpx.Response:
         pairs = body.get("pairs") or []

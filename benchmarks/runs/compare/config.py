@@ -21,7 +21,7 @@ from benchmarks.runs.options import (
     ready_timeout_option,
     url_option,
 )
-from benchmarks.runs.quality.config import QualityRunConfig
+from benchmarks.runs.quality.config import BULK_SIZE, QualityRunConfig
 from evaluation.data.corpus import DATASETS
 from evaluation.data.task_plan import QUALITY_TASKS
 from evaluation.metrics.correlation import DEFAULT_SAMPLES
@@ -59,6 +59,7 @@ class CompareConfig:
         images_collection: the image collection's name.
         probe_k: results asked for first per retrieval query (see :class:`QualityRunConfig`).
         replay_concurrency: requests in flight during the quality replays.
+        bulk_size: searches per bulk search request.
         score_batch: pairs per ``POST /v1/score``.
     """
 
@@ -143,6 +144,7 @@ class CompareConfig:
     images_collection: str = "images"
     probe_k: int = 100
     replay_concurrency: int = 8
+    bulk_size: int = BULK_SIZE
     score_batch: int = 1024
 
     def __post_init__(self) -> None:
@@ -176,6 +178,7 @@ class CompareConfig:
             probe_k=self.probe_k,
             limit_queries=self.limit_queries,
             replay_concurrency=self.replay_concurrency,
+            bulk_size=self.bulk_size,
             score_batch=self.score_batch,
             bootstrap_samples=self.bootstrap_samples,
             seed=self.seed,
@@ -203,6 +206,7 @@ class CompareConfig:
             "probe_k": self.probe_k,
             "limit_queries": self.limit_queries,
             "replay_concurrency": self.replay_concurrency,
+            "bulk_size": self.bulk_size,
             "score_batch": self.score_batch,
             "bootstrap_samples": self.bootstrap_samples,
             "seed": self.seed,

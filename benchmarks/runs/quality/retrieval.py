@@ -1,4 +1,5 @@
-"""The retrieval phase: one search per distinct query of each task group, scored for each task.
+"""The retrieval phase: one search per distinct query of each task group (sent in bulk requests),
+scored for each task.
 
 ``t2t`` / ``t2t_cocaptions`` (caption text → ``captions``, query excluded), ``i2t`` /
 ``i2t_original`` (image → ``captions``), ``t2i`` / ``t2i_original`` (caption text → ``images``),
@@ -22,6 +23,9 @@ from evaluation.data.ground_truth import RetrievalTask
 from evaluation.data.task_groups import retrieval_groups
 from evaluation.entries import retrieval_entries
 from evaluation.metrics.semantic import CURVE_DEPTH, GRADED_KS, recall_eq1
+
+BULK_CONCURRENCY = 2
+"""Most bulk search requests in flight (fewer when ``replay_concurrency`` is lower)."""
 
 
 def query_builder(context: QualityContext, task: RetrievalTask) -> Callable[[str], JsonObject]:
@@ -60,7 +64,9 @@ async def retrieval_phase(context: QualityContext) -> None:
             group,
             query_builder(context, first),
             k,
-            concurrency=config.replay_concurrency,
+            bulk_size=config.bulk_size,
+            max_uploads=config.max_uploads_per_request,
+            concurrency=min(config.replay_concurrency, BULK_CONCURRENCY),
             variant=config.variant,
             show_progress=config.show_progress,
             collection=target,

@@ -277,6 +277,7 @@ def _report(
             "probe_k": config.probe_k,
             "limit_queries": config.limit_queries,
             "replay_concurrency": config.replay_concurrency,
+            "bulk_size": config.bulk_size,
             "score_batch": config.score_batch,
             "max_uploads_per_request": config.max_uploads_per_request,
             "max_upload_bytes": config.max_upload_bytes,

@@ -64,6 +64,7 @@ DEFAULTS = {
         "--probe-k": ("probe_k", 100, "value"),
         "--limit-queries": ("limit_queries", None, "value"),
         "--replay-concurrency": ("replay_concurrency", 8, "value"),
+        "--bulk-size": ("bulk_size", 256, "value"),
         "--score-batch": ("score_batch", 1024, "value"),
         "--max-uploads": ("max_uploads", 32, "value"),
         "--max-upload-bytes": ("max_upload_bytes", 900000, "value"),

@@ -1,4 +1,5 @@
-"""Same seed → byte-identical corpus, whatever the number of workers; another seed → another."""
+"""Same seed → byte-identical corpus, whatever the number of workers or the other splits
+generated; another seed → another."""
 
 from __future__ import annotations
 
@@ -35,6 +36,20 @@ def test_same_seed_gives_byte_identical_files_with_any_worker_count(tmp_path: Pa
     assert "cxc/sts_val.csv" in first
     assert "bison/bison_val.csv" in first
     assert "cxc/sts_train.csv" not in first  # train gets no judgments by default
+
+
+def test_a_split_alone_is_byte_identical_to_that_split_of_the_whole_corpus(
+    tmp_path: Path,
+) -> None:
+    # `make demo` generates the split it replays alone
+    whole = _generate(tmp_path / "whole", seed=3, workers=2)
+    root = tmp_path / "alone"
+    generate_scenes(
+        GenerationConfig(out=root, seed=3, sizes={"val": 30}, workers=2, progress=False)
+    )
+    alone = _files(root)
+    assert {name for name in whole if "train" not in name} == set(alone)
+    assert [name for name in alone if name != "manifest.json" and alone[name] != whole[name]] == []
 
 
 def test_another_seed_gives_other_files(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ import pytest
 from benchmarks.drivers.http_client import (
     CrisscrossClient,
     RetryPolicy,
+    SearchResponse,
     ServiceError,
     ServiceNotReadyError,
     retry_after_seconds,
+    search_body,
 )
 from benchmarks.drivers.query_sides import item_ref, text_query
 
@@ -141,6 +143,64 @@ def test_score_count_mismatch_is_an_error() -> None:
             await client.score([(text_query("a"), text_query("b"))])
 
     with pytest.raises(ServiceError, match="asked for 1 scores"):
+        asyncio.run(scenario())
+
+
+def test_bulk_search_answers_each_search_or_its_error() -> None:
+    sent: list[bytes] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request.content)
+        hit = {"id": "c2", "score": 0.5, "rank": 1, "metadata": None}
+        result = {"results": [hit], "collection": "captions", "variant": "v", "bundle": "b"}
+        refused = {"code": "not_found", "message": "unknown item"}
+        return httpx.Response(
+            200,
+            json={
+                "responses": [
+                    {"status": 200, "result": {**result, "bundle_version": "1"}, "error": None},
+                    {"status": 404, "result": None, "error": refused},
+                ],
+                "timings_ms": {"total": 2.0},
+            },
+        )
+
+    searches = [
+        search_body(text_query("a dog"), "captions", 5, include_metadata=False),
+        search_body(item_ref("captions", "nope"), "captions", 5, exclude=["nope"], variant="v"),
+    ]
+
+    async def scenario() -> list[SearchResponse | ServiceError]:
+        async with _client(httpx.MockTransport(handler)) as client:
+            return await client.search_bulk(searches)
+
+    found, refused = asyncio.run(scenario())
+    assert isinstance(found, SearchResponse)
+    assert (found.ids, found.scores, found.bundle_version) == (["c2"], [0.5], "1")
+    assert isinstance(refused, ServiceError)
+    assert (refused.status, refused.code, refused.error_message) == (
+        404,
+        "not_found",
+        "unknown item",
+    )
+    assert httpx.Response(200, content=sent[0]).json() == {"searches": searches}
+    assert searches[0] == {
+        "query": {"text": "a dog"},
+        "collection": "captions",
+        "k": 5,
+        "include_metadata": False,
+    }
+    assert searches[1]["exclude"] == ["nope"]
+
+
+def test_bulk_search_with_a_wrong_answer_count_is_an_error() -> None:
+    transport = httpx.MockTransport(lambda _request: httpx.Response(200, json={"responses": []}))
+
+    async def scenario() -> None:
+        async with _client(transport) as client:
+            await client.search_bulk([search_body(text_query("a"), "captions", 1)])
+
+    with pytest.raises(ServiceError, match="asked 1 searches"):
         asyncio.run(scenario())
 
 

@@ -1,4 +1,5 @@
-"""The quality replay: /v1/score batching under upload limits, scores in input order."""
+"""The quality replay: requests cut within budgets, bulk searches (the ranks of one search per
+query, whatever the bulk size), /v1/score batching under upload limits, scores in input order."""
 
 from __future__ import annotations
 
@@ -9,16 +10,80 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError
 from benchmarks.drivers.query_sides import (
     ImageFile,
     PairSide,
     item_ref,
     text_query,
 )
-from benchmarks.drivers.replay import replay_scores, score_batches
+from benchmarks.drivers.replay import (
+    RetrievalReplay,
+    cut_requests,
+    replay_retrieval,
+    replay_scores,
+    score_batches,
+)
+from evaluation.data.ground_truth import t2t_cocaptions_task, t2t_task
 from tests.fakes.fake_service import FakeService, toy_similarity
 from tests.fakes.tiny_data import TinyDataset
+
+
+def test_cut_requests_is_greedy_within_every_budget() -> None:
+    rng = random.Random(3)
+    for _ in range(300):
+        budgets = (rng.randint(1, 6), rng.randint(1, 60))
+        costs = [(1, rng.randint(0, 70)) for _ in range(rng.randint(0, 30))]
+        requests = cut_requests(costs, budgets)
+        assert [index for request in requests for index in request] == list(range(len(costs)))
+        for number, request in enumerate(requests):
+            used = [sum(costs[index][kind] for index in request) for kind in (0, 1)]
+            within = all(spent <= budget for spent, budget in zip(used, budgets, strict=True))
+            assert within or len(request) == 1  # an item over a budget still goes, alone
+            if number + 1 < len(requests):  # greedy: the next item would not have fitted
+                more = [spent + cost for spent, cost in zip(used, costs[request.stop], strict=True)]
+                assert any(total > budget for total, budget in zip(more, budgets, strict=True))
+
+
+def _replay(service: FakeService, tiny: TinyDataset, **options: object) -> RetrievalReplay:
+    tasks = [t2t_task(tiny.sts, tiny.captions), t2t_cocaptions_task(tiny.sts, tiny.captions)]
+    text_of = {caption.key: caption.text for caption in tiny.captions}
+
+    async def scenario() -> RetrievalReplay:
+        async with CrisscrossClient("http://fake", transport=service.transport()) as client:
+            return await replay_retrieval(
+                client,
+                tasks,
+                lambda query: text_query(text_of[query]),
+                len(tiny.captions),
+                show_progress=False,
+                **options,  # type: ignore[arg-type]
+            )
+
+    return asyncio.run(scenario())
+
+
+def test_bulk_replays_give_the_ranks_of_single_searches_whatever_the_bulk_size(
+    tiny: TinyDataset,
+) -> None:
+    # bulk_size 1 is one search per request: the reference the bigger bulks must match
+    single = _replay(FakeService(tiny.captions), tiny, bulk_size=1, probe_k=3, keep_top=5)
+    for bulk_size, concurrency in ((7, 1), (7, 3), (1024, 2)):
+        service = FakeService(tiny.captions)
+        bulk = _replay(
+            service, tiny, bulk_size=bulk_size, concurrency=concurrency, probe_k=3, keep_top=5
+        )
+        assert bulk == single
+        bulks = [body["searches"] for _, path, body in service.requests if path.endswith("bulk")]
+        assert all(len(searches) <= bulk_size for searches in bulks)
+        assert any(searches[0]["k"] > 5 for searches in bulks)  # some asked again, deeper
+        assert all(not search["include_metadata"] for searches in bulks for search in searches)
+    assert single.served_by.bundle_versions == {"20260101T000000Z"}
+
+
+def test_a_refused_search_fails_the_replay_naming_its_query(tiny: TinyDataset) -> None:
+    with pytest.raises(ServiceError, match=r"query '.+' \(\d+ of \d+ in its bulk failed\)"):
+        _replay(FakeService(tiny.captions, towers=("image",)), tiny)
 
 
 def _check_batches(

@@ -48,6 +48,7 @@ def test_chunks_quality_configs_and_settings() -> None:
         "probe_k",
         "limit_queries",
         "replay_concurrency",
+        "bulk_size",
         "score_batch",
         "bootstrap_samples",
         "seed",

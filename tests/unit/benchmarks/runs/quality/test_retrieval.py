@@ -53,7 +53,7 @@ def test_probing_shallow_first_gives_the_ranks_of_one_deep_search(
     expected = expected_retrieval(tiny, k=count)
     for name in ("t2t", "t2t_cocaptions"):
         assert report["tasks"][name] == expected[name]
-    asked = [body["k"] for method, path, body in service.requests if path == "/v1/search"]
+    asked = [body["k"] for body in searches_of(service)]
     queries = len(t2t_task(tiny.sts, tiny.captions).queries)
     # every query is probed once; only those with a positive beyond the probe are asked again
     assert asked.count(probe_k) == queries
@@ -67,7 +67,12 @@ def test_upload_queries_exercise_the_pixel_path(tiny: TinyDataset) -> None:
         images_config(tiny, tasks=("i2t", "i2t_original", "i2i")), dual_tower_service(tiny)
     )
     service = dual_tower_service(tiny)
-    config = images_config(tiny, tasks=("i2t", "i2t_original", "i2i"), image_queries="upload")
+    config = images_config(
+        tiny,
+        tasks=("i2t", "i2t_original", "i2i"),
+        image_queries="upload",
+        max_uploads_per_request=3,
+    )
     uploads = run_report(config, service)
     for name in ("i2t", "i2t_original", "i2i"):
         assert uploads["tasks"][name] == items["tasks"][name]
@@ -77,3 +82,5 @@ def test_upload_queries_exercise_the_pixel_path(tiny: TinyDataset) -> None:
     assert all("image" in body["query"] for body in searches)
     first = searches[0]
     assert base64.b64decode(first["query"]["image"]) in tiny.image_bytes.values()
+    bulks = [body["searches"] for _, path, body in service.requests if path == "/v1/search/bulk"]
+    assert max(len(searches) for searches in bulks) == 3  # uploads per request, as /v1/score

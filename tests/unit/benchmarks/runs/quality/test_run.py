@@ -58,8 +58,9 @@ def run_report(config: QualityRunConfig, service: FakeService) -> dict[str, Any]
 
 
 def searches_of(service: FakeService) -> list[dict[str, Any]]:
-    """The bodies of the ``/v1/search`` requests ``service`` received."""
-    return [body for _, path, body in service.requests if path == "/v1/search"]
+    """The searches of the ``/v1/search/bulk`` requests ``service`` received (the replays)."""
+    bulks = [body for _, path, body in service.requests if path == "/v1/search/bulk"]
+    return [search for body in bulks for search in body["searches"]]
 
 
 def text_config(tiny: TinyDataset, **overrides: Any) -> QualityRunConfig:
@@ -118,10 +119,12 @@ def test_report_matches_in_memory_oracle(tiny: TinyDataset, tmp_path: Path) -> N
     assert report["tasks"]["t2t_cocaptions"]["R@1"] >= report["tasks"]["t2t"]["R@1"]
 
     # Every search excluded its query and asked for the clipped k.
-    searches = [body for method, path, body in service.requests if path == "/v1/search"]
-    t2t_queries = t2t_task(tiny.sts, tiny.captions).queries
-    replayed = [body for body in searches if body["k"] == count]
-    assert len(replayed) == len(t2t_queries) + 2  # two overloaded answers were retried
+    bulks = [body for _, path, body in service.requests if path == "/v1/search/bulk"]
+    assert len(bulks) == 3  # one bulk (the queries are fewer than a bulk's size), refused twice
+    assert bulks[0] == bulks[1] == bulks[2]  # two overloaded answers were retried
+    replayed = bulks[0]["searches"]
+    assert len(replayed) == len(t2t_task(tiny.sts, tiny.captions).queries)
+    assert all(body["k"] == count for body in replayed)
     texts = {caption.key: caption.text for caption in tiny.captions}
     for body in replayed:
         assert body["collection"] == "captions"
@@ -151,8 +154,9 @@ def test_report_matches_in_memory_oracle(tiny: TinyDataset, tmp_path: Path) -> N
         assert entry["errors"] == 0
         assert entry["p50_ms"] <= entry["p95_ms"] <= entry["p99_ms"]
         assert entry["qps"] > 0
-    latency_searches = [body for body in searches if body["k"] == 10]
-    assert len(latency_searches) == 2 * (15 + 4)
+    latency_searches = [body for _, path, body in service.requests if path == "/v1/search"]
+    assert len(latency_searches) == 2 * (15 + 4)  # the latency phase alone sends single searches
+    assert {body["k"] for body in latency_searches} == {10}
 
     written = write_quality_outputs(run, tmp_path / "out")
     on_disk = json.loads(written["json"].read_text(encoding="utf-8"))
@@ -174,7 +178,7 @@ def test_limit_queries_and_task_selection(tiny: TinyDataset) -> None:
     assert report["tasks"]["t2t"]["k"] == 10
     assert report["latency"] == {}
     assert report["service"]["variants"] is None
-    assert sum(1 for _, path, _ in service.requests if path == "/v1/search") == 5
+    assert len(searches_of(service)) == 5
 
 
 def test_collection_size_mismatch_is_refused(tiny: TinyDataset) -> None:
