@@ -5,6 +5,10 @@
 #   reports/demo/scenes/               scenes test split, trained dual encoder (when models/ has
 #                                      one): all four directions, STS/SIS/SITS, BISON
 #   reports/demo/scenes-efficientnet/  scenes test split, EfficientNet-Lite0: image→image, SIS
+# Retrieval queries name the served captions and images (--caption-queries item, image queries by
+# item): the service searches with the embeddings the bundles hold, the model's own, without
+# encoding 25,000 captions again; the text path is replayed by STS, BISON and the latency phase
+# (and by `benchmarks cxc` without the flag).
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
@@ -47,11 +51,12 @@ scripts/phase.sh "service start (load bundles)" "$PY" -c "$wait_ready" "$URL" "$
 
 scripts/phase.sh "replay coco (t2t, STS, latency)" \
     "$PY" -m benchmarks cxc --url "$URL" --data "$DATA" --split "$SPLIT" --dataset coco-karpathy \
-    --variant minilm-l6-v2 --out "$REPORT_DIR/coco"
+    --variant minilm-l6-v2 --caption-queries item --out "$REPORT_DIR/coco"
 if [[ -f artifacts/bundles/scenes/CURRENT ]]; then
     scripts/phase.sh "replay scenes (dual encoder)" \
         "$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \
-        --dataset scenes --variant scenes-dual-encoder --out "$REPORT_DIR/scenes"
+        --dataset scenes --variant scenes-dual-encoder --caption-queries item \
+        --out "$REPORT_DIR/scenes"
 fi
 scripts/phase.sh "replay scenes-efficientnet (i2i, SIS)" \
     "$PY" -m benchmarks cxc --url "$URL" --data "$SCENES_DATA" --split "$SCENES_SPLIT" \

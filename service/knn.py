@@ -6,6 +6,12 @@ the cut until the last fetched score is strictly below the k-th kept one (or the
 collection is fetched) and re-sorts with that key. COCO holds many duplicate captions, so exact
 ties are common, not theoretical.
 
+Unrestricted searches of a flat inner-product index on the CPU multiply the queries by the
+collection's stored vectors with numpy (:func:`_candidates`): the rows are the index's own, and
+numpy's BLAS did 256 queries x 25,000 rows x 384 in 0.07 s on this 2-core machine where faiss's
+bundled one took 0.74 s (one query: 2.5 ms against 3.6 ms). Filtered searches keep faiss's ID
+selectors; other index kinds, and indexes on a GPU, are searched by faiss.
+
 faiss answers a non-finite query with garbage rows rather than an error; every vector that
 reaches :func:`nearest` has been checked where it was made (encoder rows by the batcher, a
 client's vector by :func:`service.searcher.normalised_query_vector`, stored vectors when their
@@ -36,6 +42,45 @@ class SearchHit:
     item_id: str
     score: float
     metadata: Mapping[str, object]
+
+
+# Most score cells one numpy block holds (64 MiB of float32): queries are taken this many cells
+# at a time, so a bulk request over a million rows never allocates a [256, 1M] matrix.
+_BLOCK_CELLS = 1 << 24
+
+
+def _numpy_searchable(collection: LoadedCollection) -> bool:
+    """Whether ``collection``'s index is an exact inner-product index over its stored vectors
+    (a CPU ``IndexFlatIP`` of the ``Flat`` factory), which numpy can search directly."""
+    index = collection.index
+    return (
+        type(index) is faiss.IndexFlatIP
+        and collection.factory == "Flat"
+        and index.ntotal == collection.count
+    )
+
+
+def _candidates(
+    collection: LoadedCollection, queries: np.ndarray, fetch: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``fetch`` best rows of every query (float32 ``[n, d]``), unordered, as faiss's
+    ``search`` returns them: (scores float32 ``[n, fetch]``, rows int64 ``[n, fetch]``)."""
+    if not _numpy_searchable(collection):
+        scores, rows = collection.index.search(queries, fetch)
+        return scores, rows
+    vectors, count = collection.vectors, collection.count
+    step = max(1, _BLOCK_CELLS // max(count, 1))
+    all_scores = np.empty((len(queries), fetch), dtype=np.float32)
+    all_rows = np.empty((len(queries), fetch), dtype=np.int64)
+    for start in range(0, len(queries), step):
+        block = queries[start : start + step] @ vectors.T
+        if fetch >= count:
+            rows = np.broadcast_to(np.arange(count, dtype=np.int64), block.shape)
+        else:
+            rows = np.argpartition(-block, fetch - 1, axis=1)[:, :fetch].astype(np.int64)
+        all_scores[start : start + len(block)] = np.take_along_axis(block, rows, axis=1)
+        all_rows[start : start + len(block)] = rows
+    return all_scores, all_rows
 
 
 def nearest(
@@ -78,63 +123,127 @@ def nearest(
     index, params = collection.index, None
     if keep is not None:
         index, params = _restricted(collection.index, keep)
-    # One row beyond the cut shows whether the last kept score ties with an unfetched row.
-    fetch = min(selectable, wanted + 1)
+    # Rows beyond the cut show whether the last kept score ties with an unfetched row.
+    fetch = min(selectable, wanted + 1 + _extra_fetch(collection))
     while True:
         scores, rows = (
-            index.search(vector, fetch)
+            _candidates(collection, vector, fetch)
             if params is None
             else index.search(vector, fetch, params=params)
         )
-        valid = rows[0] >= 0
-        found_scores = scores[0][valid]
-        found_rows = rows[0][valid].astype(np.int64)
-        order = np.lexsort((found_rows, -found_scores))[:wanted]
-        top_scores, top_rows = found_scores[order], found_rows[order]
-        exhausted = fetch >= selectable or len(found_rows) < fetch
-        if exhausted or (len(top_rows) == wanted and found_scores.min() < top_scores[-1]):
-            break
+        exhausted = fetch >= selectable or int(np.count_nonzero(rows[0] >= 0)) < fetch
+        top = _ranked(collection, vector[0], scores[0], rows[0], _NO_ROWS, wanted, exhausted)
+        if top is not None:
+            return _hits(collection, top[0][offset:], top[1][offset:], offset)
         # A run of equal scores may cross the cut: rows with a lower number may be unfetched.
         fetch = min(selectable, fetch * 2)
-    return _hits(collection, top_scores[offset:], top_rows[offset:], offset)
 
 
 def nearest_many(
     served: ServedCollection,
     queries: np.ndarray,
-    pages: Sequence[tuple[int, int]],
+    pages: Sequence[tuple[int, int, Collection[str]]],
     faiss_threads: int = 0,
 ) -> list[list[SearchHit]]:
-    """:func:`nearest` for several unrestricted queries (float32 ``[n, dim]``) at once, one
-    ``(k, offset)`` page each: one faiss call for all of them, deep enough for the deepest page;
-    a query whose cut falls inside a run of equal scores is searched again alone. Same answers
-    as :func:`nearest` query by query."""
+    """:func:`nearest` for several queries without a filter (float32 ``[n, dim]``) at once, one
+    ``(k, offset, exclude)`` page each: one search for all of them, deep enough for the
+    deepest page plus its excluded rows, which are then dropped (the top ``k + e`` of every row
+    holds the top ``k`` of the rows left after excluding ``e``); a query whose cut falls inside
+    a run of equal scores is searched again alone. Same answers as :func:`nearest` query by
+    query, without an ID selector per query (a selector search scans rows one by one, where the
+    batch is one matrix product)."""
     if faiss_threads > 0:
         faiss.omp_set_num_threads(faiss_threads)
     collection = served.collection
     matrix = np.ascontiguousarray(queries, dtype=np.float32)
     count = collection.count
-    deepest = max((offset + k for k, offset in pages), default=0)
-    fetch = min(count, deepest + 1)
+    excluded = [
+        np.array(
+            sorted({collection.row_of[item] for item in exclude if item in collection.row_of}),
+            dtype=np.int64,
+        )
+        for _, _, exclude in pages
+    ]
+    deepest = max(
+        (offset + k + len(rows) for (k, offset, _), rows in zip(pages, excluded, strict=True)),
+        default=0,
+    )
+    fetch = min(count, deepest + 1 + _extra_fetch(collection))
     if fetch <= 0:
         return [[] for _ in pages]
-    scores, rows = collection.index.search(matrix, fetch)
+    scores, rows = _candidates(collection, matrix, fetch)
     answers: list[list[SearchHit]] = []
-    for position, (k, offset) in enumerate(pages):
-        wanted = min(offset + k, count)
-        found_scores, found_rows = scores[position], rows[position].astype(np.int64)
-        valid = found_rows >= 0
-        found_scores, found_rows = found_scores[valid], found_rows[valid]
-        order = np.lexsort((found_rows, -found_scores))[:wanted]
-        top_scores, top_rows = found_scores[order], found_rows[order]
-        settled = fetch >= count or (
-            len(top_rows) == wanted and (wanted == 0 or found_scores.min() < top_scores[-1])
+    for position, (k, offset, exclude) in enumerate(pages):
+        dropped = excluded[position]
+        wanted = min(offset + k, count - len(dropped))
+        top = _ranked(
+            collection,
+            matrix[position],
+            scores[position],
+            rows[position],
+            dropped,
+            wanted,
+            exhausted=fetch >= count,
         )
-        if not settled:
-            answers.append(nearest(served, matrix[position], k, offset=offset))
-            continue
-        answers.append(_hits(collection, top_scores[offset:], top_rows[offset:], offset))
+        if top is None:
+            answers.append(nearest(served, matrix[position], k, exclude, offset=offset))
+        else:
+            answers.append(_hits(collection, top[0][offset:], top[1][offset:], offset))
     return answers
+
+
+_NO_ROWS = np.empty(0, dtype=np.int64)
+# Scores of a flat index are recomputed for the fetched rows (:func:`_ranked`); an unfetched row's
+# recomputed score may exceed its search score by rounding, never by this much (384 products
+# of unit vectors in float32 round off by about 1e-7).
+_SCORE_SLACK = 1e-5
+# Rows fetched past the cut on a flat index, so that the slack rarely forces a second search.
+_EXTRA_FETCH = 16
+
+
+def _extra_fetch(collection: LoadedCollection) -> int:
+    return _EXTRA_FETCH if collection.factory == "Flat" else 0
+
+
+def _ranked(
+    collection: LoadedCollection,
+    query: np.ndarray,
+    scores: np.ndarray,
+    rows: np.ndarray,
+    dropped: np.ndarray,
+    wanted: int,
+    exhausted: bool,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The top ``wanted`` (scores, rows) of one query's fetched rows (faiss's -1 padding and
+    the ``dropped`` rows left out) by score descending then row ascending; None when an
+    unfetched row might still belong there (the fetch was not deep enough past the cut).
+
+    A flat index's rows are scored again from the stored vectors in float64, one row at a time
+    in a fixed order: every path (a matrix product, faiss's selector search, a GPU) then gives
+    a row the same score, so equal rows tie exactly and the tie rule, not rounding, orders
+    them."""
+    valid = rows >= 0
+    if len(dropped):
+        valid &= ~np.isin(rows, dropped)
+    found_rows = rows[valid].astype(np.int64)
+    found_scores = scores[valid]
+    slack = 0.0
+    if collection.factory == "Flat":
+        exact = np.einsum(
+            "ij,j->i",
+            collection.vectors[found_rows].astype(np.float64),
+            query.astype(np.float64),
+        )
+        found_scores = exact.astype(np.float32)
+        slack = _SCORE_SLACK
+    order = np.lexsort((found_rows, -found_scores))[:wanted]
+    top_scores, top_rows = found_scores[order], found_rows[order]
+    if exhausted or wanted == 0:
+        return top_scores, top_rows
+    # Unfetched rows score at most the lowest fetched one, kept or dropped.
+    if len(top_rows) == wanted and float(scores[rows >= 0].min()) < float(top_scores[-1]) - slack:
+        return top_scores, top_rows
+    return None
 
 
 def _hits(

@@ -385,7 +385,7 @@ class Searcher:
         batches: dict[str, list[int]] = {}
         for position, (_, served, allowed) in planned.items():
             page = jobs[position].page
-            if allowed is None and not page.exclude:
+            if allowed is None:
                 batches.setdefault(served.qualified_name, []).append(position)
                 continue
             found[position] = nearest(
@@ -400,7 +400,7 @@ class Searcher:
         for positions in batches.values():
             served = planned[positions[0]][1]
             matrix = np.stack([vectors[position] for position in positions])
-            pages = [(jobs[p].page.k, jobs[p].page.offset) for p in positions]
+            pages = [(jobs[p].page.k, jobs[p].page.offset, jobs[p].page.exclude) for p in positions]
             for position, hits in zip(
                 positions,
                 nearest_many(served, matrix, pages, self._faiss_threads),

@@ -36,6 +36,10 @@ from formats.cxc import RatingKind
 ImageQueryMode = Literal["item", "upload"]
 """How image queries are sent: ``item`` (a stored item's reference) or ``upload`` (the file)."""
 IMAGE_QUERY_MODES: tuple[ImageQueryMode, ...] = ("item", "upload")
+CaptionQueryMode = Literal["text", "item"]
+"""How caption queries are sent: ``text`` (encoded by the service) or ``item`` (the caption's
+stored vector, by reference: the same model's embedding, without encoding it again)."""
+CAPTION_QUERY_MODES: tuple[CaptionQueryMode, ...] = ("text", "item")
 
 RETRIEVAL_TASKS = ("t2t", "t2t_cocaptions", "i2t", "i2t_original", "t2i", "t2i_original", "i2i")
 CORRELATION_TASKS = ("sts", "sis", "sits")
@@ -68,6 +72,7 @@ class ServiceView:
         images_collection: the images collection's name.
         image_queries: ``item`` (query images by reference) or ``upload`` (send the bytes).
         images_dir: folder with the image files by file name, or ``None``.
+        caption_queries: ``text`` (the service encodes them) or ``item`` (by reference).
     """
 
     collections: Mapping[str, int]
@@ -76,6 +81,7 @@ class ServiceView:
     images_collection: str = "images"
     image_queries: ImageQueryMode = "item"
     images_dir: Path | None = None
+    caption_queries: CaptionQueryMode = "text"
 
     def has_tower(self, tower: str) -> bool:
         """Whether the variant has ``tower`` (``True`` when the towers are unknown)."""
@@ -153,6 +159,12 @@ class _Checker:
             )
         return None
 
+    def caption_queries(self) -> str | None:
+        view = self.view
+        if view.caption_queries == "item":
+            return self.collection(view.captions_collection)
+        return self.tower("text")
+
     def image_sides(self) -> str | None:
         view = self.view
         if view.has_images or view.can_upload:
@@ -165,10 +177,12 @@ class _Checker:
     def reason(self, task: str) -> str | None:
         view = self.view
         needs: list[str | None] = [self.file(task)]
-        if task in ("t2t", "t2t_cocaptions", "latency"):
+        if task in ("t2t", "t2t_cocaptions"):
+            needs += [self.collection(view.captions_collection), self.caption_queries()]
+        elif task == "latency":
             needs += [self.collection(view.captions_collection), self.tower("text")]
         elif task in ("t2i", "t2i_original"):
-            needs += [self.collection(view.images_collection), self.tower("text")]
+            needs += [self.collection(view.images_collection), self.caption_queries()]
         elif task in ("i2t", "i2t_original"):
             needs += [self.collection(view.captions_collection), self.image_queries()]
         elif task == "i2i":

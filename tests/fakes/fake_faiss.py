@@ -88,13 +88,23 @@ class AdversarialTieIndex:
         """Like faiss: ``params.sel`` (an ID selector), when given, restricts the rows."""
         self.fetches.append(k)
         self.threads.append((threading.current_thread().name, faiss.omp_get_max_threads()))
-        scores = self.vectors @ queries[0]
+        found = [self._one(query, k, params) for query in queries]
+        return np.stack([s for s, _ in found]), np.stack([r for _, r in found])
+
+    def _one(
+        self, query: npt.NDArray[np.float32], k: int, params: Any
+    ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        scores = self.vectors @ query
         rows = np.arange(self.ntotal)
         if params is not None:
             member = [bool(params.sel.is_member(int(row))) for row in rows]
             scores, rows = scores[member], rows[member]
         order = np.lexsort((-rows, -scores))[:k]
-        return scores[order][None, :], rows[order][None, :].astype(np.int64)
+        # Like faiss, fewer rows than k are padded with -1.
+        pad = k - len(order)
+        top_scores = np.concatenate([scores[order], np.full(pad, -np.inf, dtype=np.float32)])
+        top_rows = np.concatenate([rows[order], np.full(pad, -1)]).astype(np.int64)
+        return top_scores.astype(np.float32), top_rows
 
 
 def tie_corpus() -> npt.NDArray[np.float32]:
@@ -114,7 +124,7 @@ TIE_QUERY = np.eye(8, dtype=np.float32)[0]
 
 
 def served_with(
-    vectors: npt.NDArray[np.float32], index: object, variant: str = "v"
+    vectors: npt.NDArray[np.float32], index: object, variant: str = "v", factory: str = "Flat"
 ) -> ServedCollection:
     """A served ``captions`` collection of ``variant`` searching ``index`` over ``vectors``; row
     ``n`` has id ``item-n`` and metadata ``{"row": n}``."""
@@ -126,7 +136,7 @@ def served_with(
         row_of={item: row for row, item in enumerate(ids)},
         metadata=[{"row": row} for row in range(len(vectors))],
         vectors=vectors,
-        factory="Flat",
+        factory=factory,
         metric="ip",
     )
     return ServedCollection(variant=variant, bundle="b", bundle_version="1", collection=collection)

@@ -16,7 +16,14 @@ from benchmarks.runs.options import (
     url_option,
 )
 from evaluation.data.corpus import DATASETS, default_images_dir
-from evaluation.data.task_plan import ALL_TASKS, IMAGE_QUERY_MODES, RETRIEVAL_TASKS, ImageQueryMode
+from evaluation.data.task_plan import (
+    ALL_TASKS,
+    CAPTION_QUERY_MODES,
+    IMAGE_QUERY_MODES,
+    RETRIEVAL_TASKS,
+    CaptionQueryMode,
+    ImageQueryMode,
+)
 from evaluation.metrics.correlation import DEFAULT_SAMPLES
 
 BULK_SIZE = 256
@@ -43,6 +50,8 @@ class QualityRunConfig:
         images_dir: folder with the split's image files (uploads); ``<data>/images/<split>``
             when ``None`` and that folder exists.
         image_queries: ``item`` (query images by reference) or ``upload`` (send the bytes).
+        caption_queries: ``text`` (the service encodes each caption) or ``item`` (query
+            captions by reference: their stored vectors, no encoding).
         bison_file: the BISON CSV; ``<data>/bison/bison_<split>.csv`` or
             ``<data>/bison/bison_shared.csv`` when ``None``.
         tasks: which of :data:`ALL_TASKS` to run (those the service cannot answer are skipped).
@@ -115,6 +124,15 @@ class QualityRunConfig:
             "--image-queries",
             choices=IMAGE_QUERY_MODES,
             help="send image queries as item references or as uploaded file bytes (item)",
+        ),
+    )
+    caption_queries: CaptionQueryMode = field(
+        default="text",
+        metadata=option(
+            "--caption-queries",
+            choices=CAPTION_QUERY_MODES,
+            help="send retrieval caption queries as texts (encoded by the service) or as item "
+            "references to the served captions (their stored vectors; no encoding) (text)",
         ),
     )
     bison_file: Path | None = field(
@@ -254,6 +272,8 @@ class QualityRunConfig:
             raise ValueError(f"dataset must be one of {list(DATASETS)}; got {self.dataset!r}")
         if self.image_queries not in IMAGE_QUERY_MODES:
             raise ValueError(f"image_queries must be one of {list(IMAGE_QUERY_MODES)}")
+        if self.caption_queries not in CAPTION_QUERY_MODES:
+            raise ValueError(f"caption_queries must be one of {list(CAPTION_QUERY_MODES)}")
         if self.max_uploads_per_request < 2 or self.max_upload_bytes < 1:
             raise ValueError("need max_uploads_per_request ≥ 2 and max_upload_bytes ≥ 1")
         if self.cider not in CIDER_MODES:

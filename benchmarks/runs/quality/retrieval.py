@@ -32,6 +32,9 @@ def query_builder(context: QualityContext, task: RetrievalTask) -> Callable[[str
     """Query id → the ``query`` object of ``/v1/search`` for the task's query collection:
     caption text; an image's item reference, or its file's bytes in upload mode."""
     if task.query_collection == "captions":
+        if context.config.caption_queries == "item":
+            captions = context.collection_name("captions")
+            return lambda query: item_ref(captions, query)
         text_of = {caption.key: caption.text for caption in context.data.captions}
         return lambda query: text_query(text_of[query])
     images = context.collection_name("images")

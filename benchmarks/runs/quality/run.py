@@ -216,6 +216,7 @@ async def run_quality(
             images_collection=config.images_collection,
             image_queries=config.image_queries,
             images_dir=images_dir,
+            caption_queries=config.caption_queries,
         )
         plan = plan_tasks(config.tasks, data, view)
         for task, reason in plan.skipped.items():
@@ -288,6 +289,7 @@ def _report(
             "warmup_requests": config.warmup_requests,
             "latency_k": config.latency_k,
             "image_queries": config.image_queries,
+            "caption_queries": config.caption_queries,
             "images_dir": str(images_dir) if images_dir is not None else None,
             "bison_file": (
                 str(context.data.bison_file) if context.data.bison_file is not None else None

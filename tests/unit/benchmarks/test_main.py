@@ -41,6 +41,7 @@ DEFAULTS = {
         "--images-collection": ("images_collection", "images", "value"),
         "--images-dir": ("images_dir", None, "value"),
         "--image-queries": ("image_queries", "item", "value"),
+        "--caption-queries": ("caption_queries", "text", "value"),
         "--bison": ("bison", None, "value"),
         "--tasks": (
             "tasks",

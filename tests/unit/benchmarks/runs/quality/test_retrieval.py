@@ -84,3 +84,19 @@ def test_upload_queries_exercise_the_pixel_path(tiny: TinyDataset) -> None:
     assert base64.b64decode(first["query"]["image"]) in tiny.image_bytes.values()
     bulks = [body["searches"] for _, path, body in service.requests if path == "/v1/search/bulk"]
     assert max(len(searches) for searches in bulks) == 3  # uploads per request, as /v1/score
+
+
+def test_caption_item_queries_search_by_the_stored_vectors(tiny: TinyDataset) -> None:
+    """--caption-queries item: t2t and t2i send caption references, never a text, and score
+    as the texts do on a service whose stored vectors are its encoder's."""
+    tasks = ("t2t", "t2t_cocaptions", "t2i", "t2i_original")
+    texts = run_report(images_config(tiny, tasks=tasks), dual_tower_service(tiny))
+    service = dual_tower_service(tiny)
+    items = run_report(images_config(tiny, tasks=tasks, caption_queries="item"), service)
+    for name in tasks:
+        assert items["tasks"][name] == texts["tasks"][name]
+    assert items["settings"]["caption_queries"] == "item"
+    searches = searches_of(service)
+    assert searches
+    assert all(set(body["query"]) == {"item"} for body in searches)
+    assert {body["query"]["item"]["collection"] for body in searches} == {"captions"}
