@@ -35,9 +35,9 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 
@@ -54,7 +54,28 @@ EncodeFunction = Callable[[Sequence[Input]], np.ndarray]
 FollowUp = Callable[[np.ndarray], object]
 """Blocking work on one request's rows (float32 ``[n, dim]``) that runs on the worker thread
 right after its batch, e.g. the search of a text query: it saves the request a round trip
-through the event loop and a second thread pool between encoding and searching."""
+through the event loop and a second thread pool between encoding and searching.
+
+A follow-up with a ``group`` attribute other than None (see :class:`GroupedFollowUp`) runs
+together with the follow-ups of the same group in its batch, in one call of its
+``run_together``: the searches of several requests over one collection become one matrix
+product instead of one pass over the collection each."""
+
+
+@runtime_checkable
+class GroupedFollowUp(Protocol):
+    """A :data:`FollowUp` that can run with others: those of a batch whose ``group`` is equal
+    (and not None) run in one call of ``run_together(follow_ups, rows)``, which returns one
+    outcome per follow-up, in order (an exception instance for one that failed)."""
+
+    @property
+    def group(self) -> Hashable | None: ...
+
+    def __call__(self, rows: np.ndarray) -> object: ...
+
+    def run_together(
+        self, follow_ups: Sequence[GroupedFollowUp], rows: Sequence[np.ndarray]
+    ) -> list[object]: ...
 
 
 @dataclass(frozen=True)
@@ -128,6 +149,49 @@ def _follow(job: _Job[Any], result: EncodeResult) -> EncodeResult | BaseExceptio
     except Exception as error:
         return error
     return dataclasses.replace(result, follow_up=value, follow_up_s=time.perf_counter() - started)
+
+
+def _group_of(job: _Job[Any]) -> Hashable | None:
+    follow_up = job.follow_up
+    if follow_up is None or job.future.done() or not isinstance(follow_up, GroupedFollowUp):
+        return None
+    return follow_up.group
+
+
+def _follow_all(
+    done: list[tuple[_Job[Any], EncodeResult]],
+) -> list[tuple[_Job[Any], EncodeResult | BaseException]]:
+    """Every job's follow-up run on its rows: grouped ones (:class:`GroupedFollowUp`) one call
+    per group of two or more, the others alone; each request's follow-up time is its call's."""
+    groups: dict[Hashable, list[int]] = {}
+    for position, (job, _) in enumerate(done):
+        key = _group_of(job)
+        if key is not None:
+            groups.setdefault(key, []).append(position)
+    outcomes: list[EncodeResult | BaseException | None] = [None] * len(done)
+    for positions in groups.values():
+        if len(positions) < 2:
+            continue
+        follow_ups = [cast("GroupedFollowUp", done[p][0].follow_up) for p in positions]
+        started = time.perf_counter()
+        try:
+            values: list[object] = follow_ups[0].run_together(
+                follow_ups, [done[p][1].rows for p in positions]
+            )
+        except Exception as error:
+            values = [error] * len(positions)
+        elapsed = time.perf_counter() - started
+        for position, value in zip(positions, values, strict=True):
+            result = done[position][1]
+            outcomes[position] = (
+                value
+                if isinstance(value, BaseException)
+                else dataclasses.replace(result, follow_up=value, follow_up_s=elapsed)
+            )
+    return [
+        (job, outcome if outcome is not None else _follow(job, result))
+        for (job, result), outcome in zip(done, outcomes, strict=True)
+    ]
 
 
 def _retrieve(future: asyncio.Future[EncodeResult]) -> None:
@@ -360,6 +424,7 @@ class Batcher(Generic[Input]):
         output = np.ascontiguousarray(output, dtype=np.float32)
         finite = np.isfinite(output).all(axis=1)
         offset = 0
+        done: list[tuple[_Job[Input], EncodeResult]] = []
         for job in jobs:
             end = offset + len(job.inputs)
             rows, bad = output[offset:end], np.flatnonzero(~finite[offset:end])
@@ -372,9 +437,9 @@ class Batcher(Generic[Input]):
                     )
                 )
                 continue
-            job.settle(
-                _follow(job, EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs)))
-            )
+            done.append((job, EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs))))
+        for job, outcome in _follow_all(done):
+            job.settle(outcome)
 
     def _observe(self, jobs: list[_Job[Input]], inputs: int, encode_s: float) -> None:
         labels = (self.variant, self.tower)

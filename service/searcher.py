@@ -31,7 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from encoders.image_decode import ImageLimits
 from encoders.variant import Tower
 from index_builder.columns import Mask
-from service.batcher import EncodeResult, FollowUp
+from service.batcher import EncodeResult, FollowUp, GroupedFollowUp
 from service.catalog import Catalog, ServedCollection, ServedVariant
 from service.exceptions import DomainError, ImageRefusedError, InvalidQueryError
 from service.filter_schema import Filter
@@ -171,6 +171,48 @@ class SearchPage:
     next_offset: int | None
 
 
+@dataclass(frozen=True, eq=False)
+class PageSearch:
+    """The search of one page, run on a batcher's thread right after its query is embedded (a
+    :class:`service.batcher.GroupedFollowUp`): searches of one collection without a filter that
+    finish encoding in the same batch run as one :func:`service.knn.nearest_many` call."""
+
+    served: ServedCollection
+    page: PageRequest
+    allowed: Mask | None
+    faiss_threads: int
+
+    @property
+    def group(self) -> tuple[int, int] | None:
+        """Searches of the same collection (object) and thread cap, without a filter."""
+        if self.allowed is not None:
+            return None
+        return id(self.served.collection), self.faiss_threads
+
+    def __call__(self, rows: np.ndarray) -> list[SearchHit]:
+        """The page's hits for the query vector ``rows[0]``."""
+        return nearest(
+            self.served,
+            rows[0],
+            k=self.page.k,
+            exclude=self.page.exclude,
+            faiss_threads=self.faiss_threads,
+            offset=self.page.offset,
+            allowed=self.allowed,
+        )
+
+    def run_together(
+        self, follow_ups: Sequence[GroupedFollowUp], rows: Sequence[np.ndarray]
+    ) -> list[object]:
+        """The hits of every search of the group (``follow_ups``, all :class:`PageSearch` of
+        this group), each for its own ``rows[i][0]``."""
+        searches = [cast("PageSearch", follow_up) for follow_up in follow_ups]
+        pages = [(s.page.k, s.page.offset, s.page.exclude) for s in searches]
+        matrix = np.stack([row[0] for row in rows])
+        found: list[object] = list(nearest_many(self.served, matrix, pages, self.faiss_threads))
+        return found
+
+
 @dataclass(frozen=True)
 class SearchJob:
     """One search of a bulk request; ``where`` locates it there (``searches.3``)."""
@@ -258,15 +300,7 @@ class Searcher:
         :class:`ImageRefusedError`, :class:`OverloadedError` or :class:`ShuttingDownError` as
         the batchers do."""
         allowed = page.allowed_rows(served)
-        find = partial(
-            nearest,
-            served,
-            k=page.k,
-            exclude=page.exclude,
-            faiss_threads=self._faiss_threads,
-            offset=page.offset,
-            allowed=allowed,
-        )
+        find = PageSearch(served, page, allowed, self._faiss_threads)
         if isinstance(side, TextSide):
             result = await self._encode(context, variant, "text", [side.text], follow_up=find)
         elif isinstance(side, ImageSide):
@@ -275,7 +309,7 @@ class Searcher:
             vector = self._given_vector(catalog, variant, side)
             started = time.perf_counter()
             try:
-                hits = await run_in_threadpool(find, vector)
+                hits = await run_in_threadpool(find, vector[None, :])
             finally:
                 self._record_search(context, served, time.perf_counter() - started)
             return page.answer(served, allowed, hits)

@@ -428,6 +428,74 @@ def test_a_failing_follow_up_fails_only_its_own_request() -> None:
     assert encoder.calls == [[0], [1, 2, 3]]
 
 
+@dataclass(eq=False)
+class Summed:
+    """A grouped follow-up: the sum of its rows; ``group`` None runs alone. ``calls`` records
+    each call (``alone`` or ``together`` with how many)."""
+
+    group: str | None
+    calls: list[tuple[str, int]]
+    fail: bool = False
+
+    def __call__(self, rows: np.ndarray) -> float:
+        self.calls.append(("alone", 1))
+        return float(rows.sum())
+
+    def run_together(
+        self, follow_ups: Sequence[object], rows: Sequence[np.ndarray]
+    ) -> list[object]:
+        self.calls.append(("together", len(follow_ups)))
+        if self.fail:
+            raise RuntimeError("the group failed")
+        return [float(part.sum()) * 10 for part in rows]
+
+
+def _grouped_batch(follow_ups: list[Summed]) -> list[EncodeResult | BaseException]:
+    encoder = GatedEncoder()
+    batcher, _ = make(encoder)
+
+    async def scenario() -> list[EncodeResult | BaseException]:
+        tasks = await fill_behind_a_running_batch(batcher, encoder, [])
+        tasks += [
+            asyncio.create_task(batcher.submit([n + 1], math.inf, follow_up))
+            for n, follow_up in enumerate(follow_ups)
+        ]
+        await wait_until(lambda: batcher.queue_depth == len(follow_ups))
+        encoder.gate.set()
+        return list(await asyncio.gather(*tasks, return_exceptions=True))
+
+    results = asyncio.run(scenario())
+    assert encoder.calls == [[0], list(range(1, len(follow_ups) + 1))]
+    return results[1:]
+
+
+def test_grouped_follow_ups_of_one_batch_run_in_one_call() -> None:
+    calls: list[tuple[str, int]] = []
+    follow_ups = [
+        Summed("a", calls),
+        Summed("b", calls),
+        Summed("a", calls),
+        Summed(None, calls),
+        Summed("a", calls),
+    ]
+    results = _grouped_batch(follow_ups)
+    values = [r.follow_up for r in results if isinstance(r, EncodeResult)]
+    # Rows are [n, n, n, n] (DIM 4): group "a" answers 10x the sum, a lone one the sum.
+    assert values == [40.0, 8.0, 120.0, 16.0, 200.0]
+    assert sorted(calls) == [("alone", 1), ("alone", 1), ("together", 3)]
+    assert all(isinstance(r, EncodeResult) and r.follow_up_s > 0 for r in results)
+
+
+def test_a_failing_group_fails_its_own_requests_only() -> None:
+    calls: list[tuple[str, int]] = []
+    follow_ups = [Summed("a", calls, fail=True), Summed("a", calls), Summed("b", calls)]
+    first, second, other = _grouped_batch(follow_ups)
+    assert isinstance(first, RuntimeError)
+    assert isinstance(second, RuntimeError)
+    assert isinstance(other, EncodeResult)
+    assert other.follow_up == 12.0
+
+
 # -- rows without a finite vector -------------------------------------------------------------
 
 
