@@ -158,10 +158,7 @@ def nearest_many(
     matrix = np.ascontiguousarray(queries, dtype=np.float32)
     count = collection.count
     excluded = [
-        np.array(
-            sorted({collection.row_of[item] for item in exclude if item in collection.row_of}),
-            dtype=np.int64,
-        )
+        np.unique(np.array(_rows_of(collection.row_of, exclude), dtype=np.int64))
         for _, _, exclude in pages
     ]
     deepest = max(
@@ -222,7 +219,8 @@ def _ranked(
     in a fixed order: every path (a matrix product, faiss's selector search, a GPU) then gives
     a row the same score, so equal rows tie exactly and the tie rule, not rounding, orders
     them."""
-    valid = rows >= 0
+    fetched = rows >= 0
+    valid = fetched.copy()
     if len(dropped):
         valid &= ~np.isin(rows, dropped)
     found_rows = rows[valid].astype(np.int64)
@@ -241,7 +239,7 @@ def _ranked(
     if exhausted or wanted == 0:
         return top_scores, top_rows
     # Unfetched rows score at most the lowest fetched one, kept or dropped.
-    if len(top_rows) == wanted and float(scores[rows >= 0].min()) < float(top_scores[-1]) - slack:
+    if len(top_rows) == wanted and float(scores[fetched].min()) < float(top_scores[-1]) - slack:
         return top_scores, top_rows
     return None
 
@@ -258,12 +256,17 @@ def _hits(
     ]
 
 
+def _rows_of(row_of: Mapping[str, int], ids: Collection[str]) -> list[int]:
+    """The rows of the ``ids`` the collection holds (unknown ids are ignored)."""
+    return [row_of[item] for item in ids if item in row_of]
+
+
 def kept_rows(
     count: int, row_of: Mapping[str, int], exclude: Collection[str], allowed: Mask | None
 ) -> Mask | None:
     """The rows a search may return: ``allowed`` (None: all ``count``) less the rows of the ids
     in ``exclude``; None when that is every row."""
-    excluded = [row_of[item] for item in exclude if item in row_of]
+    excluded = _rows_of(row_of, exclude)
     if allowed is None and not excluded:
         return None
     keep = np.ones(count, dtype=np.bool_) if allowed is None else allowed.copy()

@@ -414,33 +414,24 @@ class Searcher:
         planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]],
         vectors: dict[int, np.ndarray],
     ) -> dict[int, list[SearchHit]]:
-        """Blocking: the hits of every planned search."""
+        """Blocking: the hits of every planned search; the unfiltered searches of one collection
+        run together, as the searches of one encoder batch do (:class:`PageSearch`)."""
         found: dict[int, list[SearchHit]] = {}
-        batches: dict[str, list[int]] = {}
+        groups: dict[object, list[int]] = {}
+        searches: dict[int, PageSearch] = {}
         for position, (_, served, allowed) in planned.items():
-            page = jobs[position].page
-            if allowed is None:
-                batches.setdefault(served.qualified_name, []).append(position)
-                continue
-            found[position] = nearest(
-                served,
-                vectors[position],
-                page.k,
-                exclude=page.exclude,
-                faiss_threads=self._faiss_threads,
-                offset=page.offset,
-                allowed=allowed,
-            )
-        for positions in batches.values():
-            served = planned[positions[0]][1]
-            matrix = np.stack([vectors[position] for position in positions])
-            pages = [(jobs[p].page.k, jobs[p].page.offset, jobs[p].page.exclude) for p in positions]
-            for position, hits in zip(
-                positions,
-                nearest_many(served, matrix, pages, self._faiss_threads),
-                strict=True,
-            ):
-                found[position] = hits
+            search = PageSearch(served, jobs[position].page, allowed, self._faiss_threads)
+            searches[position] = search
+            if search.group is None:
+                found[position] = search(vectors[position][None, :])
+            else:
+                groups.setdefault(search.group, []).append(position)
+        for positions in groups.values():
+            together = [searches[position] for position in positions]
+            rows = [vectors[position][None, :] for position in positions]
+            hits = together[0].run_together(together, rows)
+            for position, page_hits in zip(positions, hits, strict=True):
+                found[position] = cast("list[SearchHit]", page_hits)
         return found
 
     # -- score and embed --------------------------------------------------------------------------
