@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 from tokenizers import Tokenizer
 
+from encoders.length_runs import RunCost, plan_runs, run_cost_for
 from encoders.providers import ProviderRequest
 from encoders.tower_session import TowerSession, VariantTower
 from encoders.variant import (
@@ -170,12 +171,15 @@ class OnnxTextEncoder(VariantTower):
         intra_op_threads: int = 0,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        run_cost: RunCost | None = None,
     ) -> None:
         """Load and verify the variant in ``variant_dir`` and start an onnxruntime session.
 
         ``providers``: "auto" (CUDA when the build offers it, else CPU), "cpu", or "cuda" (raises
         ``ProviderError`` when the session cannot really run on CUDA). ``intra_op_threads``: 0 lets
-        onnxruntime use one thread per core. ``batch_size``: texts per session run.
+        onnxruntime use one thread per core. ``batch_size``: most texts per session run.
+        ``run_cost``: how texts are cut into runs by length (:mod:`encoders.length_runs`); by
+        default a CPU's or a GPU's, after the providers the session really runs on.
         """
         super().__init__(variant_dir, batch_size)
         self._text = _text_tower(self._manifest, self._variant_dir)
@@ -185,6 +189,7 @@ class OnnxTextEncoder(VariantTower):
 
         self._open_session(self._text.onnx_file, providers, intra_op_threads)
         self._input_names = _text_input_names(self._session, self._text.onnx_file)
+        self._run_cost = run_cost or run_cost_for(self.providers)
         logger.info(
             "text encoder %s ready: dim %d, max_tokens %d, %s, providers %s",
             self.name,
@@ -203,8 +208,9 @@ class OnnxTextEncoder(VariantTower):
         """Embed ``texts``: float32 ``[len(texts), dim]``, L2-normalised rows, C-contiguous.
 
         Row ``i`` embeds ``texts[i]``. Texts longer than ``max_tokens`` are truncated. Internally
-        texts are sorted by token count and run in batches of similar length, so short texts
-        are not padded up to a long neighbour; the order is restored on output.
+        texts are sorted by token count and cut into runs of similar length
+        (:func:`encoders.length_runs.plan_runs`), so short texts are not padded up to a long
+        neighbour; the order is restored on output.
         """
         if isinstance(texts, str):
             # A bare string is a Sequence[str] of characters; embedding each letter is never meant.
@@ -213,9 +219,7 @@ class OnnxTextEncoder(VariantTower):
         embeddings = np.empty((len(texts), self.dim), dtype=np.float32)
         for window_start in range(0, len(texts), SORT_WINDOW):
             tokens = self._tokenizer.encode(texts[window_start : window_start + SORT_WINDOW])
-            by_length = np.argsort(tokens.lengths, kind="stable")
-            for batch_start in range(0, len(by_length), self._batch_size):
-                rows = by_length[batch_start : batch_start + self._batch_size]
+            for rows in plan_runs(tokens.lengths, self._batch_size, self._run_cost):
                 embeddings[window_start + rows] = self._run(tokens.take(rows))
         return embeddings
 

@@ -18,6 +18,7 @@ import uvicorn
 from pydantic import ValidationError
 
 from service.app import create_app
+from service.process_threads import tune_process_threads
 from service.server import DrainingServer
 from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
 from service.state import STATE_ATTRIBUTE, ServiceState
@@ -97,6 +98,7 @@ def openapi_document() -> str:
 def serve(settings: Settings) -> None:
     """Run uvicorn on ``settings`` until SIGINT/SIGTERM (blocking)."""
     configure_logging(settings.log_level)
+    tune_process_threads(settings.blas_threads, settings.gil_switch_interval_ms)
     app = create_app(settings)
     state = getattr(app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)

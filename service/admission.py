@@ -14,15 +14,21 @@ per core: the admitted requests keep near-unloaded latency), empties the waiting
 refuses the excess at once: fast 503s instead of slow answers.
 
 The service counts as overloaded after :data:`TURNING_WINDOWS` windows in a row in which it
-was saturated (at least ``overload_limit`` in flight for half the window or more: a short
-burst after a quiet spell is not an overload) and the arrivals outnumbered the completions by
-more than :data:`OVERLOAD_RATIO`. (One such window is not enough: a closed loop of clients
-starting up sends all its first requests at once, then one per completion.) The overload ends
+was saturated — requests queued at the door (every slot taken; without a waiting room, every
+slot taken) for half the window or more: a short burst after a quiet spell is not an
+overload — and the arrivals outnumbered the completions by more than :data:`OVERLOAD_RATIO`.
+(One such window is not enough: a closed loop of clients starting up sends all its first
+requests at once, then one per completion.) A closed loop of at most ``limit`` clients never
+queues at the door, so it never counts as overloaded however its arrivals bunch up: clients
+joining a few at a time, or coming back together after an encoder batch answered them all,
+once made 32 clients look 10 % over capacity two windows in a row. The overload ends
 after as many windows in a row whose arrivals are within the capacity seen: the most
 completions of any of the last :data:`CAPACITY_WINDOWS` windows outside overload (the
 overload's own completions understate it: refusing leaves slots idle between arrivals, and the
-lower limit admits fewer). Without the margin between the two rules, random arrivals a little
-over capacity would flip the gate back and forth.
+lower limit admits fewer). Windows without a single arrival count too: after a quiet spell the
+overload is over, even when the next clients retry each 503 at once. Without the margin
+between the two rules, random arrivals a little over capacity would flip the gate back and
+forth.
 
 The first windows of an overload still admit up to ``limit``: those requests queue, and answer
 late. ``benchmarks load`` sends a warm-up at each open-loop rate and reports it apart.
@@ -89,8 +95,8 @@ class AdmissionGate:
         self._window_start = clock()
         self._arrivals = 0
         self._completions = 0
-        # Seconds of this window with at least overload_limit in flight, and since when (None
-        # while fewer are).
+        # Seconds of this window saturated (requests queued at the door), and since when
+        # (None while not).
         self._saturated_s = 0.0
         self._saturated_since: float | None = None
         self._capacity_seen: deque[int] = deque(maxlen=CAPACITY_WINDOWS)
@@ -122,6 +128,7 @@ class AdmissionGate:
             return "waiting_room_full"
         handed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append(handed)
+        self._track_saturation(now)
         try:
             admitted = await asyncio.wait_for(asyncio.shield(handed), timeout=self.max_wait_s)
         except TimeoutError:
@@ -139,6 +146,7 @@ class AdmissionGate:
             handed = self._waiters.popleft()
             if not handed.done():
                 handed.set_result(True)  # the slot passes on: in_flight is unchanged
+                self._track_saturation(self._clock())
                 return
         self.in_flight -= 1
         self._track_saturation(self._clock())
@@ -152,9 +160,15 @@ class AdmissionGate:
             return
         handed.cancel()
         self._waiters.remove(handed)
+        self._track_saturation(self._clock())
 
     def _track_saturation(self, now: float) -> None:
-        saturated = self.in_flight >= self.overload_limit
+        """Start or stop the saturation clock: requests queue at the door (without a waiting
+        room: every slot is taken)."""
+        if self.max_wait_s > 0 and self.max_waiting > 0:
+            saturated = bool(self._waiters)
+        else:
+            saturated = self.in_flight >= self.limit
         if saturated and self._saturated_since is None:
             self._saturated_since = now
         elif not saturated and self._saturated_since is not None:
@@ -183,6 +197,11 @@ class AdmissionGate:
                 and self._arrivals > OVERLOAD_RATIO * self._completions + 1
             )
         self._turning_windows = self._turning_windows + 1 if turning else 0
+        # Whole windows after this one's start without an arrival: quiet windows end an
+        # overload and break a run of overloaded-looking ones.
+        quiet_windows = int(elapsed // WINDOW_S) - 1
+        if quiet_windows > 0:
+            self._turning_windows = self._turning_windows + quiet_windows if self.overloaded else 0
         if self._turning_windows >= TURNING_WINDOWS:
             self._turning_windows = 0
             self.overloaded = not self.overloaded
@@ -200,3 +219,4 @@ class AdmissionGate:
             handed = self._waiters.popleft()
             if not handed.done():
                 handed.set_result(False)
+        self._track_saturation(self._clock())

@@ -182,8 +182,16 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
         max_request_id_chars=settings.max_request_id_chars,
         request_timeout_s=settings.request_timeout_s,
     )
-    for module in (search, score, embed, catalog, admin, health):
-        app.include_router(module.router)
+    for router in (
+        search.router,
+        search.upload_router,
+        score.router,
+        embed.router,
+        catalog.router,
+        admin.router,
+        health.router,
+    ):
+        app.include_router(router)
     _document_as_configured(app, state, keys)
     return app
 

@@ -77,7 +77,9 @@ def _candidates(
         if fetch >= count:
             rows = np.broadcast_to(np.arange(count, dtype=np.int64), block.shape)
         else:
-            rows = np.argpartition(-block, fetch - 1, axis=1)[:, :fetch].astype(np.int64)
+            # The fetch largest: partitioned at count - fetch, no negated copy of the block.
+            rows = np.argpartition(block, count - fetch, axis=1)[:, count - fetch :]
+            rows = rows.astype(np.int64)
         all_scores[start : start + len(block)] = np.take_along_axis(block, rows, axis=1)
         all_rows[start : start + len(block)] = rows
     return all_scores, all_rows

@@ -25,6 +25,7 @@ from service.metrics import UNMATCHED_ROUTE, ServiceMetrics
 from service.request_context import (
     SCOPE_KEY,
     RequestContext,
+    RequestIds,
     choose_request_id,
     request_id_of,
 )
@@ -77,6 +78,7 @@ class RequestContextMiddleware:
         self.metrics = metrics
         self.max_request_id_chars = max_request_id_chars
         self.request_timeout_s = request_timeout_s
+        self.request_ids = RequestIds()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -84,7 +86,7 @@ class RequestContextMiddleware:
             return
         offered = Headers(scope=scope).get(REQUEST_ID_HEADER)
         context = RequestContext(
-            choose_request_id(offered, self.max_request_id_chars),
+            choose_request_id(offered, self.max_request_id_chars, self.request_ids),
             timeout_s=self.request_timeout_s,
         )
         scope[SCOPE_KEY] = context

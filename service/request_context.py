@@ -6,8 +6,10 @@ searching; the middleware turns it into response headers, the access log line an
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
+import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -65,12 +67,27 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def choose_request_id(offered: str | None, max_chars: int) -> str:
+class RequestIds:
+    """Request ids of one server process: 32 lowercase hex characters, a random prefix drawn
+    once (16 characters, so the processes of one service do not collide) and a counter.
+    A uuid4 per request read the OS's random source every time: 4 % of the event loop's time
+    at 800 requests/s."""
+
+    def __init__(self) -> None:
+        self._prefix = secrets.token_hex(8)
+        self._counter = itertools.count()
+
+    def __call__(self) -> str:
+        return f"{self._prefix}{next(self._counter) & 0xFFFF_FFFF_FFFF_FFFF:016x}"
+
+
+def choose_request_id(offered: str | None, max_chars: int, fresh: RequestIds | None = None) -> str:
     """Echo the client's ``x-request-id`` when it is sane (≤ ``max_chars`` of
-    ``[A-Za-z0-9._-]``), otherwise generate one — a log line must never carry arbitrary bytes."""
+    ``[A-Za-z0-9._-]``), otherwise make one with ``fresh`` (a uuid4 without) — a log line must
+    never carry arbitrary bytes."""
     if offered and len(offered) <= max_chars and _REQUEST_ID_CHARS.match(offered):
         return offered
-    return new_request_id()
+    return fresh() if fresh is not None else new_request_id()
 
 
 def context_of(scope: Scope) -> RequestContext | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
+from starlette.types import Scope
 
 from service.catalog import Catalog
 from service.errors import ErrorCode, ServiceError
@@ -95,17 +96,14 @@ def publish_catalog(state: ServiceState, catalog: Catalog) -> None:
     )
 
 
-async def service_state(request: Request) -> ServiceState:
-    """The app's :class:`ServiceState` (a FastAPI dependency).
-
-    The dependencies here are ``async`` although they never await: FastAPI runs a plain ``def``
-    dependency on the thread pool, a thread round trip per dependency per request."""
+def state_of(request: Request) -> ServiceState:
+    """The app's :class:`ServiceState`."""
     state = getattr(request.app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)
     return state
 
 
-async def ready_catalog(state: Annotated[ServiceState, Depends(service_state)]) -> Catalog:
+def ready_catalog_of(state: ServiceState) -> Catalog:
     """The live catalog; ``ServiceError`` not_ready (503 + Retry-After) until it is loaded."""
     catalog = state.catalog
     if catalog is None:
@@ -113,15 +111,38 @@ async def ready_catalog(state: Annotated[ServiceState, Depends(service_state)]) 
     return catalog
 
 
+def request_context_of(scope: Scope) -> RequestContext:
+    """The request's timing context (a fresh one when no middleware made one)."""
+    context = context_of(scope)
+    return context if context is not None else RequestContext(choose_request_id(None, 64))
+
+
+# The FastAPI dependencies are ``async`` although they never await: FastAPI runs a plain
+# ``def`` dependency on the thread pool, a thread round trip per dependency per request.
+
+
+async def service_state(request: Request) -> ServiceState:
+    """The app's :class:`ServiceState` (a FastAPI dependency)."""
+    return state_of(request)
+
+
+async def ready_catalog(state: Annotated[ServiceState, Depends(service_state)]) -> Catalog:
+    """The live catalog (a FastAPI dependency); 503 not_ready until it is loaded."""
+    return ready_catalog_of(state)
+
+
 async def request_context(request: Request) -> RequestContext:
-    """The request's timing context (created here when no middleware made one)."""
-    context = context_of(request.scope)
-    if context is None:
-        context = RequestContext(choose_request_id(None, 64))
-    return context
+    """The request's timing context (a FastAPI dependency)."""
+    return request_context_of(request.scope)
 
 
 async def require_json(request: Request) -> None:
+    """Refuse a body that is not declared JSON (a FastAPI dependency): 415; see
+    :func:`refuse_unless_json`."""
+    refuse_unless_json(request)
+
+
+def refuse_unless_json(request: Request) -> None:
     """Refuse a body that is not declared JSON with 415 unsupported_media_type.
 
     Without this, FastAPI would hand non-JSON bodies to validation as raw bytes and answer a

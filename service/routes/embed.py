@@ -6,10 +6,11 @@ from fastapi import APIRouter, Depends
 
 from service.images import ImagePayload
 from service.routes import JSON_BODY_ERRORS
+from service.routes.json_route import JsonRoute
 from service.schemas import EmbedImages, EmbedRequest, EmbedResponse
 from service.state import CatalogDep, ContextDep, StateDep, require_json
 
-router = APIRouter(tags=["embed"])
+router = APIRouter(tags=["embed"], route_class=JsonRoute)
 
 
 @router.post(

@@ -7,10 +7,11 @@ import numpy as np
 from fastapi import APIRouter, Depends
 
 from service.routes import JSON_BODY_ERRORS
+from service.routes.json_route import JsonRoute
 from service.schemas import ScoreRequest, ScoreResponse, Timings
 from service.state import CatalogDep, ContextDep, StateDep, require_json
 
-router = APIRouter(tags=["score"])
+router = APIRouter(tags=["score"], route_class=JsonRoute)
 
 
 @router.post(

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from service.schemas import SearchResponse
 from tests.fakes.fake_bundles import CAPTIONS, caption_id
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder
 
@@ -19,6 +20,24 @@ def search(client: TestClient, **body: Any) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     payload: dict[str, Any] = response.json()
     return payload
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"query": {"text": SURF}, "k": 3},
+        {"query": {"text": SURF}, "k": 2, "offset": 2, "include_metadata": False},
+        {"query": {"item": {"collection": "captions", "id": caption_id(3)}}, "k": 4},
+        {"query": {"text": SURF}, "k": 100},
+    ],
+)
+def test_answers_are_exactly_the_response_model(client: TestClient, body: dict[str, Any]) -> None:
+    # The route serialises plain values without validating them (the event loop's time): the
+    # document must still be what the declared model validates and writes back unchanged.
+    response = client.post("/v1/search", json={"collection": "captions", **body})
+    assert response.status_code == 200, response.text
+    model = SearchResponse.model_validate_json(response.content, strict=True)
+    assert model.model_dump(mode="json") == response.json()
 
 
 def test_text_search_ranks_the_matching_caption_first(client: TestClient) -> None:

@@ -11,6 +11,7 @@ import pytest
 from service.request_context import (
     SCOPE_KEY,
     RequestContext,
+    RequestIds,
     choose_request_id,
     context_of,
     new_request_id,
@@ -49,6 +50,16 @@ def test_stage_times_start_unset_and_add_up() -> None:
 def test_a_new_request_id_is_32_hex_characters() -> None:
     assert re.fullmatch(r"[0-9a-f]{32}", new_request_id())
     assert new_request_id() != new_request_id()
+
+
+def test_request_ids_of_one_source_are_distinct_32_hex_and_share_a_random_prefix() -> None:
+    source, other = RequestIds(), RequestIds()
+    ids = [source() for _ in range(1000)]
+    assert all(re.fullmatch(r"[0-9a-f]{32}", value) for value in ids)
+    assert len(set(ids)) == len(ids)
+    assert {value[:16] for value in ids} == {ids[0][:16]}
+    assert other()[:16] != ids[0][:16]  # another process's source: 2**-64 to collide
+    assert choose_request_id(None, 64, source)[:16] == ids[0][:16]
 
 
 @pytest.mark.parametrize("offered", ["abc-123", "A.b_C-9", "x" * 64])

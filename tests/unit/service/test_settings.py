@@ -192,7 +192,7 @@ GOOD_KEY = "k" * 16
 
 def test_serving_settings_have_safe_defaults() -> None:
     settings = Settings()
-    assert settings.max_batch_size == 8
+    assert settings.max_batch_size == 16
     assert settings.max_wait_ms == 0.0
     assert settings.intra_op_threads == 1
     assert settings.max_queue_depth == 64

@@ -1,0 +1,40 @@
+"""Process-wide thread settings of a server process."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import faiss  # noqa: F401  (loads faiss's own BLAS, which is capped too)
+import numpy  # noqa: F401
+import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
+
+from service.process_threads import tune_process_threads
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    interval = sys.getswitchinterval()
+    with threadpool_limits(limits=None):  # puts the pools back as they were on exit
+        yield
+    sys.setswitchinterval(interval)
+
+
+@pytest.mark.usefixtures("restored")
+def test_blas_pools_are_capped_and_the_switch_interval_set() -> None:
+    pools = tune_process_threads(1, 0.5)
+    assert pools
+    assert set(pools.values()) == {1}
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas
+    assert all(pool["num_threads"] == 1 for pool in blas)
+    assert sys.getswitchinterval() == pytest.approx(0.0005)
+
+
+@pytest.mark.usefixtures("restored")
+def test_zero_leaves_the_blas_pools_alone() -> None:
+    before = {pool["filepath"]: pool["num_threads"] for pool in threadpool_info()}
+    tune_process_threads(0, 5.0)
+    after = {pool["filepath"]: pool["num_threads"] for pool in threadpool_info()}
+    assert after == before
