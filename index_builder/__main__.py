@@ -22,7 +22,8 @@ from formats.errors import FormatError
 from formats.field_types import FieldType, parse_field_declaration
 from formats.karpathy import read_captions
 from index_builder.build import BuildInputs, build_bundle
-from index_builder.bundle import CURRENT_FILE, BundleError, resolve_current, verify_bundle
+from index_builder.bundle import BundleError, resolve_current, verify_bundle
+from index_builder.bundle_layout import CURRENT_FILE
 from index_builder.embed import BUILD_IMAGE_LIMITS
 from index_builder.field_schema import CorpusError
 from index_builder.ingest import (

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 import faiss
@@ -34,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from formats.field_types import FieldType
 from formats.hashing import sha256_file
+from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE, VERSION_PATTERN
 from index_builder.columns import (
     Column,
     ColumnError,
@@ -48,9 +50,6 @@ SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
 """Versions :func:`verify_bundle` accepts: version 1 bundles have no columns file; their fields
 are inferred from the items' metadata when they are loaded."""
-MANIFEST_FILE = "manifest.json"
-CURRENT_FILE = "CURRENT"
-VERSION_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 COLLECTION_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
@@ -113,13 +112,16 @@ class CollectionInput:
 
 @dataclass(frozen=True)
 class LoadedCollection:
-    """A collection ready to search: faiss index, ids and stored vectors share row numbers."""
+    """A collection ready to search: faiss index, ids and stored vectors share row numbers.
+
+    As loaded by :func:`load_bundle`, ``vectors`` and a flat index's codes are read-only memory
+    maps of the bundle's files."""
 
     name: str
     index: Any
     ids: list[str]
     row_of: dict[str, int]
-    metadata: list[dict[str, object]]
+    metadata: list[Mapping[str, object]]
     vectors: np.ndarray
     factory: str
     metric: Literal["ip"]
@@ -386,14 +388,19 @@ def verify_bundle(version_dir: Path) -> BundleManifest:
 
 def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) -> LoadedCollection:
     ids: list[str] = []
-    metadata: list[dict[str, object]] = []
+    metadata: list[Mapping[str, object]] = []
+    # Rows without metadata share one read-only empty mapping: a dict left empty by the pop
+    # keeps its 184 bytes, a million of them in every worker process that loads the bundle.
+    no_metadata: Mapping[str, object] = MappingProxyType({})
     with (version_dir / entry.ids_file).open(encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
             ids.append(str(row.pop("id")))
-            metadata.append(row)
-    vectors = np.load(version_dir / entry.vectors_file, allow_pickle=False)
-    index = faiss.read_index(str(version_dir / entry.index_file))
+            metadata.append(row if row else no_metadata)
+    # Memory-mapped, read-only: the pages are the page cache's, so every worker process that
+    # serves this version shares one copy (a flat index's codes are mapped the same way).
+    vectors = np.load(version_dir / entry.vectors_file, mmap_mode="r", allow_pickle=False)
+    index = faiss.read_index(str(version_dir / entry.index_file), faiss.IO_FLAG_MMAP_IFC)
     if not (len(ids) == vectors.shape[0] == index.ntotal == entry.count):
         raise BundleError(
             f"{version_dir}: {name} counts disagree (manifest {entry.count}, ids {len(ids)}, "
@@ -417,7 +424,7 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
         ids=ids,
         row_of=row_of,
         metadata=metadata,
-        vectors=np.ascontiguousarray(vectors),
+        vectors=np.asarray(vectors),  # a read-only ndarray view of the mapping, no copy
         factory=entry.factory,
         metric=entry.metric,
         search_params=dict(entry.search_params),

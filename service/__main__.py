@@ -8,20 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
-import uvicorn
 from pydantic import ValidationError
 
-from service.app import create_app
-from service.process_threads import tune_process_threads
-from service.server import DrainingServer
+from service.process_layout import resolve_workers, usable_cores
 from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
-from service.state import STATE_ATTRIBUTE, ServiceState
+from service.workers import WorkerSupervisor
 
 EXIT_BAD_SETTINGS = 2
 
@@ -44,7 +40,7 @@ _FLAG_FIELDS = (
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="crisscross-serve", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="serve the bundles over HTTP (one uvicorn worker)")
+    serve = commands.add_parser("serve", help="serve the bundles over HTTP")
     serve.add_argument("--host", help="interface to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="TCP port (default 8000)")
     serve.add_argument("--bundles-root", type=Path, help="folder of bundles (artifacts/bundles)")
@@ -78,46 +74,27 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
-def configure_logging(level: str) -> None:
-    """One plain line per record on stderr; uvicorn's loggers propagate into it."""
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-        force=True,
-    )
-
-
 def openapi_document() -> str:
     """The OpenAPI document of the app as committed in docs/openapi.json: indented JSON with a
     final newline, built from the default settings (their limits, no keys), no environment."""
+    from service.app import create_app  # here, not at the top: see serve
+
     schema = create_app(Settings.model_construct()).openapi()
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
-def serve(settings: Settings) -> None:
-    """Run uvicorn on ``settings`` until SIGINT/SIGTERM (blocking)."""
-    configure_logging(settings.log_level)
-    tune_process_threads(settings.blas_threads, settings.gil_switch_interval_ms)
-    app = create_app(settings)
-    state = getattr(app.state, STATE_ATTRIBUTE)
-    assert isinstance(state, ServiceState)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        workers=1,
-        log_config=None,  # keep the logging configured above
-        log_level=settings.log_level,
-        access_log=False,  # the service writes its own access line, with request id and timings
-        timeout_graceful_shutdown=settings.graceful_shutdown_s,
-        lifespan="on",
-    )
-    DrainingServer(
-        config,
-        on_shutdown_signal=state.start_draining,
-        shutdown_delay_s=settings.shutdown_delay_s,
-    ).run()
+def serve(settings: Settings) -> int:
+    """Serve ``settings`` until SIGINT/SIGTERM (blocking): in this process when the ``workers``
+    setting resolves to 1, else under a supervisor of that many worker processes. Returns the
+    exit status."""
+    workers = resolve_workers(settings.workers, usable_cores())
+    if workers == 1:
+        # Imported only to serve here: a supervisor stays free of the serving stack.
+        from service.server import run_server
+
+        run_server(settings)
+        return 0
+    return WorkerSupervisor(settings, workers).run()
 
 
 def settings_document() -> str:
@@ -165,8 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"crisscross-serve: {exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
-    serve(settings)
-    return 0
+    return serve(settings)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
 from service.admission import AdmissionGate
 from service.auth import ApiKeyMiddleware, KeyRing
-from service.catalog import VariantEncoders
+from service.catalog import Catalog, VariantEncoders
 from service.errors import install_error_handlers
 from service.loading import EncoderFactory, load_catalog
 from service.metrics import ServiceMetrics
@@ -28,6 +28,9 @@ from service.middleware import (
     RequestContextMiddleware,
 )
 from service.openapi import configured_document
+from service.process_layout import ProcessLayout
+from service.reload_broadcast import ReloadBroadcast
+from service.reloading import catch_up, follow_reloads
 from service.routes import admin, catalog, embed, health, score, search
 from service.settings import BULK_ROUTE, UPLOAD_ROUTE, Settings
 from service.state import STATE_ATTRIBUTE, ServiceState, publish_catalog
@@ -72,14 +75,13 @@ async def _load_in_background(state: ServiceState) -> None:
     and ``/readyz`` answers 503 with the reason, which is what an orchestrator and an operator
     both need to see.
     """
+
+    def load() -> Catalog:
+        loaded = load_catalog(state.settings, state.encoder_factory, state.metrics)
+        return catch_up(state, loaded)  # a worker of several: the versions the others serve
+
     try:
-        catalog = await anyio.to_thread.run_sync(
-            load_catalog,
-            state.settings,
-            state.encoder_factory,
-            state.metrics,
-            abandon_on_cancel=True,
-        )
+        catalog = await anyio.to_thread.run_sync(load, abandon_on_cancel=True)
     except Exception as exc:  # every failure must reach /readyz, not vanish with the task
         state.load_error = str(exc) or type(exc).__name__
         state.metrics.load_failures.inc()
@@ -89,26 +91,57 @@ async def _load_in_background(state: ServiceState) -> None:
     logger.info("ready: serving %d collections", len(catalog.collections))
 
 
-def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = None) -> FastAPI:
+# How often a worker of several copies its admission gate into the shared gauges.
+ADMISSION_GAUGES_PERIOD_S = 1.0
+
+
+async def _refresh_admission_gauges(metrics: ServiceMetrics) -> None:
+    while True:
+        metrics.refresh_admission()
+        await anyio.sleep(ADMISSION_GAUGES_PERIOD_S)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    encoder_factory: EncoderFactory | None = None,
+    layout: ProcessLayout | None = None,
+) -> FastAPI:
     """Build the service app for ``settings``.
 
     Bundles and encoders load in the background once the lifespan starts (``/readyz`` is 503
-    until then). ``encoder_factory(variant_dir, settings)`` builds each variant's encoders (a
+    until then); a worker of several loads before it takes connections.
+    ``encoder_factory(variant_dir, settings)`` builds each variant's encoders (a
     :class:`service.catalog.VariantEncoders` with a text tower, an image tower or both); the
     default is :func:`onnx_encoder_factory`, which reads the towers from ``variant.json``.
-    Nothing is shared between apps.
+    ``layout`` places the app among several worker processes (:mod:`service.workers`): its
+    metrics are then written for all of them to read and its reloads reach them all. Nothing
+    else is shared between apps.
     """
+    layout = layout or ProcessLayout()
     state = ServiceState(
         settings=settings,
-        metrics=ServiceMetrics(),
+        metrics=ServiceMetrics(layout.metrics_dir),
         encoder_factory=encoder_factory or onnx_encoder_factory,
+        layout=layout,
+        broadcast=None if layout.reload_dir is None else ReloadBroadcast(layout.reload_dir),
     )
+    state.metrics.workers.set(layout.workers)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state.begin_lifespan()
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(_load_in_background, state)
+            if state.layout.shared:
+                # A worker of several loads before uvicorn takes connections: meanwhile the
+                # kernel hands them to the workers already serving (a replacement worker never
+                # answers "not ready" while the others could answer).
+                await _load_in_background(state)
+            else:
+                tasks.start_soon(_load_in_background, state)
+            if state.broadcast is not None:
+                tasks.start_soon(follow_reloads, state, state.broadcast)
+                tasks.start_soon(_refresh_admission_gauges, state.metrics)
             try:
                 yield
             finally:
@@ -151,9 +184,7 @@ def create_app(settings: Settings, *, encoder_factory: EncoderFactory | None = N
         max_wait_s=settings.admission_wait_ms / 1000.0,
     )
     # Read from the gate when /metrics is scraped: nothing to update on the request path.
-    state.metrics.admission_waiting.set_function(lambda: gate.waiting)
-    state.metrics.admission_overloaded.set_function(lambda: float(gate.overloaded))
-    state.metrics.admission_limit.set_function(lambda: gate.current_limit)
+    state.metrics.watch_admission(gate)
     app.add_middleware(
         ConcurrencyLimitMiddleware,
         gate=gate,

@@ -20,7 +20,8 @@ from typing import Any, Final, Literal
 import faiss
 import numpy as np
 
-FaissDevice = Literal["auto", "cpu", "gpu"]
+from service.settings import FaissDevice
+
 GPU_DEVICE: Final = 0
 # faiss's GPU k-selection limit (GPU_MAX_SELECTION_K in faiss/gpu/utils/DeviceDefs.cuh).
 GPU_MAX_K: Final = 2048

@@ -18,14 +18,8 @@ from pathlib import Path
 
 import faiss
 
-from index_builder.bundle import (
-    CURRENT_FILE,
-    MANIFEST_FILE,
-    BundleError,
-    LoadedBundle,
-    load_bundle,
-    resolve_current,
-)
+from index_builder.bundle import BundleError, LoadedBundle, load_bundle, resolve_current
+from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE
 from service.batcher import Batcher, BatchLimits
 from service.catalog import (
     Catalog,

@@ -2,11 +2,23 @@
 
 A per-app :class:`CollectorRegistry` (never the global default one) lets several apps live in one
 process — the test suite builds dozens — without "duplicated timeseries" errors.
+
+With several worker processes (:mod:`service.workers`) the metrics use prometheus_client's
+multiprocess mode: every worker writes its values to files in a shared folder (the supervisor
+sets ``PROMETHEUS_MULTIPROC_DIR`` before it spawns them) and ``/metrics``, whichever worker
+answers it, reads them all: counters and histograms are summed, and each gauge is combined as its
+``multiprocess_mode`` says (queue depths and limits summed over live workers, readiness the
+minimum, what is loaded the maximum). Gauges read from a live object at scrape time cannot work
+across processes; there each worker copies the admission gate into its gauges once a second
+(:meth:`ServiceMetrics.refresh_admission`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -16,6 +28,9 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROCESS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
 
 # Request latency on CPU ranges from sub-millisecond (healthz) to seconds (k=1000 over a big
 # corpus, or 256 texts to embed); stage buckets start lower because a cached lookup is µs.
@@ -42,12 +57,45 @@ _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 UNMATCHED_ROUTE = "unmatched"
 
 
+class MultiprocessMetricsError(RuntimeError):
+    """Multiprocess metrics were asked for in a process that did not start in that mode."""
+
+
+class AdmissionReading(Protocol):
+    """What the admission gauges read from the gate."""
+
+    @property
+    def waiting(self) -> int: ...
+
+    @property
+    def overloaded(self) -> bool: ...
+
+    @property
+    def current_limit(self) -> int: ...
+
+
 class ServiceMetrics:
-    """The service's metrics. Durations are observed in seconds (Prometheus convention)."""
+    """The service's metrics. Durations are observed in seconds (Prometheus convention).
+
+    ``multiprocess_dir``: the folder every worker of a multi-process server writes to (None: a
+    single process, whose registry is its own). The process must have started with
+    ``PROMETHEUS_MULTIPROC_DIR`` naming it (prometheus_client reads it on import), else
+    :class:`MultiprocessMetricsError`.
+    """
 
     content_type = CONTENT_TYPE_LATEST
 
-    def __init__(self) -> None:
+    def __init__(self, multiprocess_dir: Path | None = None) -> None:
+        if multiprocess_dir is not None and os.environ.get(MULTIPROCESS_DIR_VARIABLE) != str(
+            multiprocess_dir
+        ):
+            raise MultiprocessMetricsError(
+                f"{MULTIPROCESS_DIR_VARIABLE} must name {multiprocess_dir} before "
+                "prometheus_client is imported (the supervisor sets it for its workers)"
+            )
+        self.multiprocess_dir = multiprocess_dir
+        self._gate: AdmissionReading | None = None
+        self._loaded_series: list[tuple[Gauge, tuple[str, ...]]] = []
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
             "crisscross_requests",
@@ -97,23 +145,27 @@ class ServiceMetrics:
             "Requests waiting in an encoder's queue (not yet in a running batch), by variant and "
             "tower.",
             ["variant", "tower"],
+            multiprocess_mode="livesum",
             registry=self.registry,
         )
         self.admission_waiting = Gauge(
             "crisscross_admission_waiting",
             "Requests waiting at the door for an in-flight slot (the admission waiting room).",
+            multiprocess_mode="livesum",
             registry=self.registry,
         )
         self.admission_overloaded = Gauge(
             "crisscross_admission_overloaded",
             "1 while the door counts the service as overloaded (arrivals outnumber completions) "
             "and refuses requests that find no free slot at once, else 0.",
+            multiprocess_mode="livemax",
             registry=self.registry,
         )
         self.admission_limit = Gauge(
             "crisscross_admission_limit",
             "The in-flight limit that applies now: max_concurrent_requests, or "
-            "overload_concurrent_requests while overloaded.",
+            "overload_concurrent_requests while overloaded (summed over workers).",
+            multiprocess_mode="livesum",
             registry=self.registry,
         )
         self.refused = Counter(
@@ -128,7 +180,9 @@ class ServiceMetrics:
             "crisscross_reloads",
             "POST /v1/admin/reload calls by outcome: swapped (a new version serves), unchanged "
             "(nothing new to load), rejected (409 bundle_rejected: the old version keeps "
-            "serving), not_found (404), failed (an unexpected error).",
+            "serving), not_found (404), failed (an unexpected error); with several workers also "
+            "followed (a worker swapped to the versions another one's reload loaded) and "
+            "follow_rejected (it could not load them and serves what it did).",
             ["outcome"],
             registry=self.registry,
         )
@@ -157,12 +211,14 @@ class ServiceMetrics:
             "crisscross_bundle_loaded",
             "1 for each bundle version being served.",
             ["bundle", "version", "variant"],
+            multiprocess_mode="livemax",
             registry=self.registry,
         )
         self.collection_items = Gauge(
             "crisscross_collection_items",
             "Rows in each served collection.",
             ["variant", "collection", "bundle", "version"],
+            multiprocess_mode="livemax",
             registry=self.registry,
         )
         self.variant_info = Gauge(
@@ -170,16 +226,26 @@ class ServiceMetrics:
             "1 for each tower of each encoder variant loaded, with its precision and onnxruntime "
             "providers.",
             ["variant", "tower", "precision", "providers", "fingerprint"],
+            multiprocess_mode="livemax",
             registry=self.registry,
         )
         self.ready = Gauge(
             "crisscross_ready",
-            "1 once every bundle and encoder is loaded and the service answers queries.",
+            "1 once every bundle and encoder is loaded and the service answers queries (with "
+            "several workers: once every live worker does).",
+            multiprocess_mode="livemin",
             registry=self.registry,
         )
         self.loaded_at = Gauge(
             "crisscross_store_loaded_timestamp_seconds",
             "Unix time at which the store being served was published (startup or reload).",
+            multiprocess_mode="livemax",
+            registry=self.registry,
+        )
+        self.workers = Gauge(
+            "crisscross_workers",
+            "Worker processes serving on this port (the workers setting, resolved).",
+            multiprocess_mode="livemax",
             registry=self.registry,
         )
         self.load_failures = Counter(
@@ -204,20 +270,57 @@ class ServiceMetrics:
         ``(variant, collection, bundle, version, count)`` and
         ``(variant, tower, precision, providers, fingerprint)`` tuples. Replaces earlier
         values."""
-        self.bundle_info.clear()
-        self.collection_items.clear()
-        self.variant_info.clear()
-        for bundle, version, variant in bundles:
-            self.bundle_info.labels(bundle, version, variant).set(1)
-        for variant, collection, bundle, version, count in collections:
-            self.collection_items.labels(variant, collection, bundle, version).set(count)
-        for variant, tower, precision, providers, fingerprint in variants:
-            self.variant_info.labels(
-                variant, tower, precision, ",".join(providers), fingerprint
-            ).set(1)
+        if self.multiprocess_dir is not None:
+            # A worker's files keep every series it ever wrote (prometheus_client cannot clear
+            # them): what is no longer served reads 0.
+            for gauge, labels in self._loaded_series:
+                gauge.labels(*labels).set(0)
+        else:
+            for gauge in (self.bundle_info, self.collection_items, self.variant_info):
+                gauge.clear()
+        series: list[tuple[Gauge, tuple[str, ...], float]] = [
+            (self.bundle_info, (bundle, version, variant), 1.0)
+            for bundle, version, variant in bundles
+        ]
+        series += [
+            (self.collection_items, (variant, collection, bundle, version), float(count))
+            for variant, collection, bundle, version, count in collections
+        ]
+        series += [
+            (self.variant_info, (variant, tower, precision, ",".join(providers), fingerprint), 1.0)
+            for variant, tower, precision, providers, fingerprint in variants
+        ]
+        for gauge, labels, value in series:
+            gauge.labels(*labels).set(value)
+        self._loaded_series = [(gauge, labels) for gauge, labels, _ in series]
         self.ready.set(1)
         self.loaded_at.set_to_current_time()
 
+    def watch_admission(self, gate: AdmissionReading) -> None:
+        """Let the admission gauges show ``gate``: read at scrape time in a single process, copied
+        by :meth:`refresh_admission` with several."""
+        self._gate = gate
+        if self.multiprocess_dir is None:
+            self.admission_waiting.set_function(lambda: gate.waiting)
+            self.admission_overloaded.set_function(lambda: float(gate.overloaded))
+            self.admission_limit.set_function(lambda: gate.current_limit)
+        else:
+            self.refresh_admission()
+
+    def refresh_admission(self) -> None:
+        """Copy the watched gate into the admission gauges (multiprocess mode; a no-op else)."""
+        gate = self._gate
+        if gate is None or self.multiprocess_dir is None:
+            return
+        self.admission_waiting.set(gate.waiting)
+        self.admission_overloaded.set(float(gate.overloaded))
+        self.admission_limit.set(gate.current_limit)
+
     def exposition(self) -> bytes:
-        """The registry in Prometheus text format."""
-        return generate_latest(self.registry)
+        """The metrics in Prometheus text format: this registry's, or every worker's in
+        multiprocess mode."""
+        if self.multiprocess_dir is None:
+            return generate_latest(self.registry)
+        combined = CollectorRegistry()
+        MultiProcessCollector(combined, path=str(self.multiprocess_dir))  # type: ignore[no-untyped-call]
+        return generate_latest(combined)

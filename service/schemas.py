@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic.json_schema import SkipJsonSchema
 
-from index_builder.bundle import VERSION_PATTERN
+from index_builder.bundle_layout import VERSION_PATTERN
 from service.errors import ErrorCode, ServiceError
 from service.filter_schema import Filter, check_filter_limits
 from service.images import ImagePayload, check_base64_length
@@ -661,10 +661,29 @@ class VariantInfo(BaseModel):
     default: bool
 
 
+class ProcessInfo(BaseModel):
+    """How the service runs: every worker process loads every variant's encoders and maps the
+    same bundle files; this answer came from worker ``worker``."""
+
+    workers: int = Field(description="Worker processes serving on this port.")
+    worker: int = Field(description="The worker that answered (0-based).")
+    pid: int = Field(description="Its process id.")
+    encoder_threads: int = Field(
+        description="Batcher threads per encoder (variant and tower) in each worker."
+    )
+    intra_op_threads: int = Field(
+        description="onnxruntime intra-op threads per encoder session; 0 = one per core."
+    )
+    blas_threads: int = Field(
+        description="BLAS threads of the exact search in each worker; 0 = one per core."
+    )
+
+
 class VariantsResponse(BaseModel):
-    """Every loaded variant."""
+    """Every loaded variant, and the process layout that serves them."""
 
     variants: list[VariantInfo]
+    processes: ProcessInfo
 
 
 class CollectionInfo(BaseModel):
@@ -771,3 +790,8 @@ class ReloadResponse(BaseModel):
 
     bundles: list[ReloadedBundle]
     load_ms: float = Field(description="Time spent loading and verifying, in milliseconds.")
+    workers: int = Field(
+        description="Worker processes serving these versions when the answer was sent: all of "
+        "them, unless one could not load them or had not within reload_broadcast_timeout_s "
+        "(the log names it)."
+    )

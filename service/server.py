@@ -1,4 +1,7 @@
-"""The uvicorn server: drains on SIGTERM/SIGINT and exits 0.
+"""The uvicorn server of one process: drains on SIGTERM/SIGINT and exits 0.
+
+:func:`run_server` runs one server process: the whole service when there is one worker, one
+worker of several (on the supervisor's socket, :mod:`service.workers`) otherwise.
 
 uvicorn (≥ 0.29) re-raises a captured SIGTERM once it has shut down, so the process dies with
 status -15 even after a clean drain; orchestrators and CI read that as a crash. This server
@@ -17,13 +20,19 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 import uvicorn
 
-HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from service.app import create_app
+from service.process_layout import ProcessLayout
+from service.process_setup import HANDLED_SIGNALS, configure_logging
+from service.process_threads import tune_process_threads
+from service.settings import Settings
+from service.state import STATE_ATTRIBUTE, ServiceState
 
 logger = logging.getLogger("crisscross.service")
 
@@ -74,3 +83,33 @@ class DrainingServer(uvicorn.Server):
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def run_server(
+    settings: Settings,
+    layout: ProcessLayout | None = None,
+    sockets: Sequence[socket.socket] | None = None,
+) -> None:
+    """Serve ``settings`` in this process until SIGINT/SIGTERM (blocking): on a port of its own,
+    or on ``sockets`` a supervisor bound (a worker of ``layout``)."""
+    configure_logging(settings.log_level)
+    tune_process_threads(settings.blas_threads, settings.gil_switch_interval_ms)
+    app = create_app(settings, layout=layout)
+    state = getattr(app.state, STATE_ATTRIBUTE)
+    assert isinstance(state, ServiceState)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        log_config=None,  # keep the logging configured above
+        log_level=settings.log_level,
+        access_log=False,  # the service writes its own access line, with request id and timings
+        timeout_graceful_shutdown=settings.graceful_shutdown_s,
+        lifespan="on",
+    )
+    DrainingServer(
+        config,
+        on_shutdown_signal=state.start_draining,
+        shutdown_delay_s=settings.shutdown_delay_s,
+    ).run(None if sockets is None else list(sockets))

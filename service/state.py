@@ -19,6 +19,8 @@ from service.exceptions import quoted
 from service.images import image_limits
 from service.loading import EncoderFactory, with_fresh_batchers
 from service.metrics import ServiceMetrics
+from service.process_layout import ProcessLayout
+from service.reload_broadcast import ReloadBroadcast
 from service.request_context import RequestContext, choose_request_id, context_of
 from service.searcher import Searcher
 from service.settings import Settings
@@ -32,11 +34,16 @@ class ServiceState:
     variant in it owns its encoders and their batchers); ``load_error`` then says why loading
     failed, if it did. A reload replaces ``catalog`` with one assignment. ``searcher`` is the
     search core; ``reload_lock`` serialises reloads, and each lifespan gets a fresh one
-    (:meth:`begin_lifespan`)."""
+    (:meth:`begin_lifespan`). ``layout`` says which worker process this is; with several,
+    ``broadcast`` carries reloads to the others."""
 
     settings: Settings
     metrics: ServiceMetrics
     encoder_factory: EncoderFactory
+    layout: ProcessLayout = field(default_factory=ProcessLayout)
+    broadcast: ReloadBroadcast | None = None
+    applied_generation: int = 0
+    """The latest reload order (service.reload_broadcast) this worker has applied or issued."""
     catalog: Catalog | None = None
     load_error: str | None = None
     draining: bool = False

@@ -6,15 +6,14 @@ import logging
 import time
 from typing import Annotated
 
-import anyio
 from fastapi import APIRouter, Body, Depends, Request
 
 from service.errors import ErrorCode, ServiceError, code_of
 from service.exceptions import BundleRejectedError, NotFoundError, quoted
-from service.loading import BundleChange, reload_bundles
+from service.reloading import reload_here
 from service.routes import error_responses
 from service.schemas import ReloadedBundle, ReloadRequest, ReloadResponse
-from service.state import ServiceState, StateDep, publish_catalog
+from service.state import StateDep
 
 logger = logging.getLogger("crisscross.service")
 
@@ -35,35 +34,6 @@ async def _require_json_if_body(request: Request) -> None:
         raise ServiceError(
             ErrorCode.UNSUPPORTED_MEDIA_TYPE, f"content-type must be application/json (got {shown})"
         )
-
-
-async def _reload(state: ServiceState, body: ReloadRequest) -> list[BundleChange]:
-    """Load off the event loop, then swap the catalog with one assignment (under the lock)."""
-    async with state.reload_lock:
-        # The latest: an earlier reload may have swapped it while this one waited.
-        catalog = state.catalog
-        if catalog is None or state.draining:
-            raise state.not_ready_error()
-        try:
-            reloaded, changes = await anyio.to_thread.run_sync(
-                lambda: reload_bundles(
-                    catalog, state.settings, bundle=body.bundle, version=body.version
-                )
-            )
-        except (BundleRejectedError, NotFoundError) as error:
-            outcome = "rejected" if isinstance(error, BundleRejectedError) else "not_found"
-            state.metrics.reloads.labels(outcome).inc()
-            logger.warning("reload refused (%s): %s", code_of(error).value, error.message)
-            raise
-        except Exception:
-            state.metrics.reloads.labels("failed").inc()
-            raise
-        if reloaded is catalog:
-            state.metrics.reloads.labels("unchanged").inc()
-            return changes
-        publish_catalog(state, reloaded)  # the swap: requests holding the old one finish on it
-        state.metrics.reloads.labels("swapped").inc()
-        return changes
 
 
 async def _reload_enabled(state: StateDep) -> None:
@@ -96,9 +66,18 @@ async def reload(
     A corrupt or mismatched version is refused with 409 ``bundle_rejected`` and the served one
     keeps serving; an unknown bundle or version is 404. Needs an admin key and the
     ``admin_reload`` setting (403 otherwise).
+
+    With several worker processes the one reached reloads first, then every other worker loads
+    the same versions (not what ``CURRENT`` names by then); the answer comes once they all
+    serve them, or after ``reload_broadcast_timeout_s``, and ``workers`` counts those that do.
     """
     started = time.perf_counter()
-    changes = await _reload(state, body or ReloadRequest())
+    request = body or ReloadRequest()
+    try:
+        changes, workers = await reload_here(state, request.bundle, request.version)
+    except (BundleRejectedError, NotFoundError) as error:
+        logger.warning("reload refused (%s): %s", code_of(error).value, error.message)
+        raise
     return ReloadResponse(
         bundles=[
             ReloadedBundle(
@@ -110,4 +89,5 @@ async def reload(
             for change in changes
         ],
         load_ms=(time.perf_counter() - started) * 1000.0,
+        workers=workers,
     )

@@ -11,11 +11,12 @@ from service.schemas import (
     CollectionInfo,
     CollectionsResponse,
     ItemResponse,
+    ProcessInfo,
     VariantInfo,
     VariantsResponse,
 )
 from service.searcher import ItemSide, Searcher
-from service.state import CatalogDep
+from service.state import CatalogDep, StateDep
 
 router = APIRouter(tags=["catalog"])
 
@@ -46,10 +47,21 @@ async def item(
     responses=error_responses(*AUTH_ERRORS, 503),
     summary="Loaded encoder variants",
 )
-async def variants(catalog: CatalogDep) -> VariantsResponse:
+async def variants(state: StateDep, catalog: CatalogDep) -> VariantsResponse:
     """Every loaded variant with its towers, providers really in use (per tower, from
-    ``session.get_providers()``), precision, fingerprint and the bundle versions it serves."""
+    ``session.get_providers()``), precision, fingerprint and the bundle versions it serves; and
+    ``processes``: how many worker processes serve them, which one answered, and the threads
+    of each."""
+    settings, layout = state.settings, state.layout
     return VariantsResponse(
+        processes=ProcessInfo(
+            workers=layout.workers,
+            worker=layout.worker,
+            pid=layout.pid,
+            encoder_threads=settings.encoder_workers,
+            intra_op_threads=settings.intra_op_threads,
+            blas_threads=settings.blas_threads,
+        ),
         variants=[
             VariantInfo(
                 name=variant.name,
@@ -65,7 +77,7 @@ async def variants(catalog: CatalogDep) -> VariantsResponse:
                 default=variant.is_default,
             )
             for variant in catalog.variants
-        ]
+        ],
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 from fastapi.testclient import TestClient
@@ -68,7 +69,15 @@ def test_variants(client: TestClient) -> None:
                 "image_size": None,
                 "default": True,
             }
-        ]
+        ],
+        "processes": {
+            "workers": 1,
+            "worker": 0,
+            "pid": os.getpid(),  # the app runs in the test process
+            "encoder_threads": 2,
+            "intra_op_threads": 1,
+            "blas_threads": 1,
+        },
     }
 
 

@@ -17,7 +17,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 import service.loading
-from index_builder.bundle import CURRENT_FILE, LoadedBundle, load_bundle, set_current
+from index_builder.bundle import LoadedBundle, load_bundle, set_current
+from index_builder.bundle_layout import CURRENT_FILE
 from service.app import create_app
 from service.catalog import VariantEncoders
 from service.settings import Settings

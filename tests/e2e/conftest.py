@@ -83,6 +83,8 @@ def start_service(
         "CRISSCROSS_BUNDLES_ROOT": str(bundles_root),
         "CRISSCROSS_PROVIDERS": "cpu",
         "CRISSCROSS_GRACEFUL_SHUTDOWN_S": "10",
+        # One process unless a test asks for a layout: the same on a machine of any size.
+        "CRISSCROSS_WORKERS": "1",
         **(extra_env or {}),
     }
     with log_path.open("wb") as log:

@@ -1,5 +1,6 @@
 """End to end, operations under load and under attack: a real uvicorn process serving a bundle
-of real COCO captions embedded by the real exported MiniLM.
+of real COCO captions embedded by the real exported MiniLM — one process, and two worker
+processes under the supervisor (the first three guarantees are checked in both layouts).
 
 - SIGTERM while requests are in flight: they finish with 200, readiness turns 503, exit 0.
 - A hot reload under a stream of searches: no errors, every answer wholly from one version.
@@ -26,7 +27,6 @@ import pytest
 
 from formats.karpathy import CaptionRecord
 from index_builder.bundle import (
-    CURRENT_FILE,
     CollectionInput,
     load_bundle,
     resolve_current,
@@ -34,6 +34,7 @@ from index_builder.bundle import (
     verify_bundle,
     write_bundle,
 )
+from index_builder.bundle_layout import CURRENT_FILE
 from tests.e2e.conftest import LiveService, start_service, stop_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -44,6 +45,16 @@ BUNDLE = "coco-captions"
 RELOAD_ENV = {"CRISSCROSS_ADMIN_KEYS": ADMIN_KEY, "CRISSCROSS_ADMIN_RELOAD": "true"}
 V2_SUFFIX = "#v2"
 TIMEOUT_S = 60.0
+
+
+@pytest.fixture(params=[1, 2], ids=["1-worker", "2-workers"])
+def workers(request: pytest.FixtureRequest) -> int:
+    """The process layout under test: ``CRISSCROSS_WORKERS``."""
+    return int(request.param)
+
+
+def with_workers(env: dict[str, str], workers: int) -> dict[str, str]:
+    return {**env, "CRISSCROSS_WORKERS": str(workers)}
 
 
 @contextmanager
@@ -104,7 +115,10 @@ def write_tagged_version(bundles_root: Path, version: str) -> Path:
 
 
 def test_sigterm_lets_in_flight_requests_finish_then_exits_0(
-    private_roots: tuple[Path, Path], tmp_path: Path, real_captions: list[CaptionRecord]
+    private_roots: tuple[Path, Path],
+    tmp_path: Path,
+    real_captions: list[CaptionRecord],
+    workers: int,
 ) -> None:
     delay_s, graceful_s = 3.0, 30
     env = {
@@ -112,6 +126,7 @@ def test_sigterm_lets_in_flight_requests_finish_then_exits_0(
         "CRISSCROSS_GRACEFUL_SHUTDOWN_S": str(graceful_s),
         # A busy 2-core machine must not turn the queued work into deadline refusals.
         "CRISSCROSS_REQUEST_TIMEOUT_MS": "60000",
+        "CRISSCROSS_WORKERS": str(workers),
     }
     variants_root, bundles_root = private_roots
     service = start_service(variants_root, bundles_root, tmp_path / "service.log", env)
@@ -156,7 +171,8 @@ def test_sigterm_lets_in_flight_requests_finish_then_exits_0(
     assert any(moment > signalled_at for moment in finished_at.values())  # truly in flight
     assert exit_code == 0, service.log()
     assert exited_after_s < delay_s + graceful_s + 5
-    assert "shutdown signal" in service.log()
+    # Every worker drained (the supervisor forwarded the signal to each).
+    assert service.log().count("shutdown signal") == workers, service.log()
 
 
 def _metrics(service: LiveService) -> str:
@@ -228,13 +244,16 @@ def wait_for_answers(load: SearchLoad, count: int) -> None:
 
 
 def test_a_reload_under_load_swaps_versions_without_an_error(
-    private_roots: tuple[Path, Path], tmp_path: Path, real_captions: list[CaptionRecord]
+    private_roots: tuple[Path, Path],
+    tmp_path: Path,
+    real_captions: list[CaptionRecord],
+    workers: int,
 ) -> None:
     _, bundles_root = private_roots
     old_version = resolve_current(bundles_root / BUNDLE).name
     new_version = "20990101T000000000000Z"
     texts = [record.text for record in real_captions[::7]]
-    with serving(private_roots, tmp_path, RELOAD_ENV) as service:
+    with serving(private_roots, tmp_path, with_workers(RELOAD_ENV, workers)) as service:
         with search_load(service, texts) as load:
             wait_for_answers(load, 15)
             write_tagged_version(bundles_root, new_version)
@@ -252,10 +271,15 @@ def test_a_reload_under_load_swaps_versions_without_an_error(
                 "changed": True,
             }
         ]
-        assert served_version(service) == new_version
-        assert 'crisscross_reloads_total{outcome="swapped"} 1.0' in _metrics(service)
+        assert reloaded.json()["workers"] == workers
+        # Whichever worker answers serves the new version.
+        assert {served_version(service) for _ in range(8)} == {new_version}
+        metrics = _metrics(service)
+        assert 'crisscross_reloads_total{outcome="swapped"} 1.0' in metrics
+        if workers > 1:
+            assert f'crisscross_reloads_total{{outcome="followed"}} {workers - 1}.0' in metrics
     assert load.failures == []
-    assert [a.status_code for a in load.answers if a.status_code != 200] == []
+    assert [a.text for a in load.answers if a.status_code != 200] == []
     assert load.answered_versions() == {old_version, new_version}
     for answer in load.answers:
         body = answer.json()
@@ -277,13 +301,16 @@ def test_a_reload_under_load_swaps_versions_without_an_error(
 
 
 def test_a_corrupt_version_is_refused_while_the_old_one_keeps_serving(
-    private_roots: tuple[Path, Path], tmp_path: Path, real_captions: list[CaptionRecord]
+    private_roots: tuple[Path, Path],
+    tmp_path: Path,
+    real_captions: list[CaptionRecord],
+    workers: int,
 ) -> None:
     _, bundles_root = private_roots
     old_version = resolve_current(bundles_root / BUNDLE).name
     bad_version = "20990202T000000000000Z"
     texts = [record.text for record in real_captions[::11]]
-    with serving(private_roots, tmp_path, RELOAD_ENV) as service:
+    with serving(private_roots, tmp_path, with_workers(RELOAD_ENV, workers)) as service:
         bad_dir = write_tagged_version(bundles_root, bad_version)
         vectors = bad_dir / "captions.vectors.npy"
         data = bytearray(vectors.read_bytes())
@@ -300,7 +327,7 @@ def test_a_corrupt_version_is_refused_while_the_old_one_keeps_serving(
         assert refused.json()["error"]["code"] == "bundle_rejected"
         assert "sha256" in refused.json()["error"]["message"]
         assert named.status_code == 409, named.text
-        assert served_version(service) == old_version
+        assert {served_version(service) for _ in range(8)} == {old_version}
         assert httpx.get(f"{service.url}/readyz").status_code == 200
         assert 'crisscross_reloads_total{outcome="rejected"} 2.0' in _metrics(service)
     assert load.failures == []

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from index_builder.bundle import (
-    CURRENT_FILE,
     BundleError,
     CollectionInput,
     load_bundle,
@@ -19,6 +18,7 @@ from index_builder.bundle import (
     verify_bundle,
     write_bundle,
 )
+from index_builder.bundle_layout import CURRENT_FILE
 
 
 def unit_vectors(n: int, d: int, seed: int = 0) -> np.ndarray:

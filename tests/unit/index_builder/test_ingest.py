@@ -19,7 +19,8 @@ from PIL import Image
 from encoders.image_decode import ImageLimits
 from formats.field_types import FieldType
 from index_builder.build_report import REPORT_FILE
-from index_builder.bundle import CURRENT_FILE, load_bundle, resolve_current, verify_bundle
+from index_builder.bundle import load_bundle, resolve_current, verify_bundle
+from index_builder.bundle_layout import CURRENT_FILE
 from index_builder.field_schema import CorpusError
 from index_builder.ingest import (
     BuildRefusedError,

@@ -11,6 +11,8 @@ import pytest
 import uvicorn
 
 import service.__main__ as cli
+import service.server as server
+from service.settings import Settings
 from service.state import STATE_ATTRIBUTE
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT
@@ -42,11 +44,13 @@ def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
                 }
             )
 
-        def run(self) -> None:
+        def run(self, _sockets: object = None) -> None:
             return None
 
-    monkeypatch.setattr(cli, "DrainingServer", RecordingServer)
-    monkeypatch.setattr(cli, "configure_logging", lambda _level: None)
+    monkeypatch.setattr(server, "DrainingServer", RecordingServer)
+    monkeypatch.setattr(server, "configure_logging", lambda _level: None)
+    monkeypatch.setattr(server, "tune_process_threads", lambda *_args: {})
+    monkeypatch.setattr(cli, "usable_cores", lambda: 2)  # automatic workers: 1, in-process
     return calls
 
 
@@ -187,3 +191,38 @@ def test_openapi_prints_the_document(
     out = tmp_path / "openapi.json"
     assert cli.main(["openapi", "--out", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == printed
+
+
+def test_several_workers_run_under_the_supervisor(
+    roots: tuple[Path, Path],
+    uvicorn_calls: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    supervised: list[tuple[Settings, int]] = []
+
+    class RecordingSupervisor:
+        def __init__(self, settings: Settings, workers: int) -> None:
+            supervised.append((settings, workers))
+
+        def run(self) -> int:
+            return 0
+
+    monkeypatch.setattr(cli, "WorkerSupervisor", RecordingSupervisor)
+    monkeypatch.setenv("CRISSCROSS_WORKERS", "3")
+    bundles_root, variants_root = roots
+    argv = ["serve", "--bundles-root", str(bundles_root), "--variants-root", str(variants_root)]
+    assert cli.main(argv) == 0
+    assert [workers for _, workers in supervised] == [3]
+    assert uvicorn_calls == []  # the supervisor's workers run the servers
+
+
+def test_automatic_workers_on_two_cores_serve_in_process(
+    roots: tuple[Path, Path],
+    uvicorn_calls: list[dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRISSCROSS_WORKERS", "0")
+    bundles_root, variants_root = roots
+    argv = ["serve", "--bundles-root", str(bundles_root), "--variants-root", str(variants_root)]
+    assert cli.main(argv) == 0
+    assert len(uvicorn_calls) == 1

@@ -3,7 +3,12 @@ status, and what is served published so that a reload replaces it."""
 
 from __future__ import annotations
 
-from service.metrics import ServiceMetrics
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from service.metrics import MULTIPROCESS_DIR_VARIABLE, ServiceMetrics
 
 
 def sample(metrics: ServiceMetrics, name: str, **labels: str) -> float | None:
@@ -74,3 +79,49 @@ def test_the_exposition_is_prometheus_text() -> None:
     text = metrics.exposition().decode("utf-8")
     assert "# TYPE crisscross_requests_total counter" in text
     assert metrics.content_type.startswith("text/plain")
+
+
+# -- several worker processes --------------------------------------------------------------------
+
+_WORKER = """
+import sys
+from pathlib import Path
+from service.metrics import ServiceMetrics
+metrics = ServiceMetrics(Path(sys.argv[1]))
+metrics.workers.set(2)
+metrics.observe_request("/v1/search", "POST", 200, 0.01)
+metrics.record_loaded([("b", sys.argv[2], "v")], [], [])
+if len(sys.argv) > 4:
+    metrics.record_loaded([("b", sys.argv[4], "v")], [], [])
+metrics.ready.set(float(sys.argv[3]))
+sys.stdout.write(metrics.exposition().decode())
+"""
+
+
+def _worker(metrics_dir: Path, *args: str, env_dir: Path | None = None) -> str:
+    env = {**os.environ, MULTIPROCESS_DIR_VARIABLE: str(env_dir or metrics_dir)}
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER, str(metrics_dir), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 or env_dir is not None, done.stderr
+    return done.stdout if done.returncode == 0 else done.stderr
+
+
+def test_workers_metrics_add_up_whichever_worker_answers(tmp_path: Path) -> None:
+    _worker(tmp_path, "v1", "1")
+    last = _worker(tmp_path, "v1", "0", "v2")  # this one reloaded to v2 and is not ready
+    assert 'crisscross_requests_total{method="POST",route="/v1/search",status="200"} 2.0' in last
+    assert "crisscross_workers 2.0" in last
+    # A version some worker still serves stays 1; the min of readiness over workers is 0.
+    assert 'crisscross_bundle_loaded{bundle="b",variant="v",version="v1"} 1.0' in last
+    assert 'crisscross_bundle_loaded{bundle="b",variant="v",version="v2"} 1.0' in last
+    assert "crisscross_ready 0.0" in last
+
+
+def test_multiprocess_metrics_need_the_variable_set_before_import(tmp_path: Path) -> None:
+    refused = _worker(tmp_path, "v1", "1", env_dir=tmp_path / "elsewhere")
+    assert "MultiprocessMetricsError" in refused

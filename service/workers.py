@@ -1,0 +1,201 @@
+"""Several server processes on one port, under a supervisor.
+
+The supervisor binds the listening socket once and spawns ``workers`` processes (the ``spawn``
+start method: no onnxruntime or faiss state is forked) that each run the whole service
+(:func:`service.server.run_server`) on that socket; the kernel hands each new connection to one
+of them. Every worker loads its own encoders and memory-maps the same bundle files, so the
+vectors and flat indexes sit once in the page cache however many workers read them.
+
+What the workers share lives in a run folder the supervisor creates and removes: Prometheus
+multiprocess files (``PROMETHEUS_MULTIPROC_DIR`` is set before the first spawn) and reload
+orders (:mod:`service.reload_broadcast`).
+
+The supervisor forwards SIGTERM and SIGINT to every worker (each then drains as a single server
+does: readiness 503, ``shutdown_delay_s``, in-flight requests finish within
+``graceful_shutdown_s``), waits for them, and exits 0 when they all did. A worker that dies
+while the server runs is replaced after :data:`RESTART_DELAY_S` (its gauges are dropped, its
+counts kept); one that fails to start at all (uvicorn's startup-failure status) stops the
+server, since its replacement would fail the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from multiprocessing.context import SpawnProcess
+from pathlib import Path
+from types import FrameType
+from typing import Final
+
+import uvicorn
+from prometheus_client.multiprocess import mark_process_dead
+from uvicorn.config import STARTUP_FAILURE
+
+from service.metrics import MULTIPROCESS_DIR_VARIABLE
+from service.process_layout import ProcessLayout
+from service.process_setup import HANDLED_SIGNALS, configure_logging
+from service.settings import Settings
+
+logger = logging.getLogger("crisscross.service")
+
+RESTART_DELAY_S: Final = 1.0
+# Beyond a worker's own drain bound (shutdown_delay_s + graceful_shutdown_s), how long the
+# supervisor waits before it kills a worker that has not exited.
+STOP_MARGIN_S: Final = 10.0
+EXIT_WORKER_FAILED: Final = 1
+POLL_S: Final = 0.2
+
+
+def _worker_main(settings: Settings, layout: ProcessLayout, listener: socket.socket) -> None:
+    """A worker process: the service on the supervisor's socket (the spawn target)."""
+    # Imported here, in the worker: the supervisor never loads the serving stack (numpy, faiss,
+    # onnxruntime, FastAPI), which would cost it tens of MiB for nothing.
+    from service.server import run_server
+
+    run_server(settings, layout, [listener])
+
+
+def _forget_gauges(pid: int | None, metrics_dir: Path) -> None:
+    """Drop a dead worker's live gauges from the shared metrics (its counts stay)."""
+    if pid is not None:
+        mark_process_dead(pid, str(metrics_dir))  # type: ignore[no-untyped-call]
+
+
+@dataclass
+class _Worker:
+    index: int
+    process: SpawnProcess
+    started_at: float = field(default_factory=time.monotonic)
+
+
+class WorkerSupervisor:
+    """Runs ``workers`` server processes for ``settings`` until SIGTERM/SIGINT."""
+
+    def __init__(self, settings: Settings, workers: int) -> None:
+        if workers < 2:
+            raise ValueError("a supervisor runs 2 workers or more; 1 runs in-process")
+        self.settings = settings
+        self.workers = workers
+        self._stop = threading.Event()
+        self._context = multiprocessing.get_context("spawn")
+        self._failed: list[str] = []
+
+    def _on_signal(self, sig: int, _frame: FrameType | None) -> None:
+        logger.info("supervisor: %s, stopping the workers", signal.Signals(sig).name)
+        self._stop.set()
+
+    def _spawn(self, index: int, run_dir: Path, listener: socket.socket) -> _Worker:
+        layout = ProcessLayout(workers=self.workers, worker=index, run_dir=run_dir)
+        process = self._context.Process(
+            target=_worker_main,
+            args=(self.settings, layout, listener),
+            name=f"crisscross-worker-{index}",
+        )
+        process.start()
+        logger.info("supervisor: worker %d started (pid %s)", index, process.pid)
+        return _Worker(index, process)
+
+    def _bind(self) -> socket.socket:
+        # uvicorn's own binding (IPv4 or IPv6, SO_REUSEADDR, inheritable); the app is not loaded.
+        config = uvicorn.Config("service.app:create_app", self.settings.host, self.settings.port)
+        return config.bind_socket()
+
+    def run(self) -> int:
+        """Serve until stopped; the exit status (0 when every worker drained and exited 0)."""
+        configure_logging(self.settings.log_level)
+        run_dir = Path(tempfile.mkdtemp(prefix="crisscross-workers-"))
+        layout = ProcessLayout(workers=self.workers, worker=0, run_dir=run_dir)
+        assert layout.metrics_dir is not None
+        layout.metrics_dir.mkdir()
+        os.environ[MULTIPROCESS_DIR_VARIABLE] = str(layout.metrics_dir)
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in HANDLED_SIGNALS}
+        listener = self._bind()
+        try:
+            logger.info(
+                "supervisor (pid %d): %d workers on %s:%d",
+                os.getpid(),
+                self.workers,
+                self.settings.host,
+                listener.getsockname()[1],
+            )
+            workers = [self._spawn(i, run_dir, listener) for i in range(self.workers)]
+            while not self._stop.wait(POLL_S):
+                workers = self._replace_dead(workers, run_dir, listener)
+            return self._stop_all(workers, layout.metrics_dir)
+        finally:
+            listener.close()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            os.environ.pop(MULTIPROCESS_DIR_VARIABLE, None)
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _replace_dead(
+        self, workers: list[_Worker], run_dir: Path, listener: socket.socket
+    ) -> list[_Worker]:
+        replaced = []
+        for worker in workers:
+            code = worker.process.exitcode
+            if code is None:
+                replaced.append(worker)
+                continue
+            _forget_gauges(worker.process.pid, run_dir / "metrics")
+            if code == STARTUP_FAILURE:
+                logger.error(
+                    "supervisor: worker %d could not start (status %d); stopping",
+                    worker.index,
+                    code,
+                )
+                self._failed.append(f"worker {worker.index} could not start")
+                self._stop.set()
+                replaced.append(worker)
+                continue
+            logger.error(
+                "supervisor: worker %d (pid %s) exited with status %s; replacing it",
+                worker.index,
+                worker.process.pid,
+                code,
+            )
+            if self._stop.wait(RESTART_DELAY_S):
+                replaced.append(worker)
+                continue
+            replaced.append(self._spawn(worker.index, run_dir, listener))
+        return replaced
+
+    def _stop_all(self, workers: list[_Worker], metrics_dir: Path) -> int:
+        for worker in workers:
+            if worker.process.exitcode is None and worker.process.pid is not None:
+                os.kill(worker.process.pid, signal.SIGTERM)
+        deadline = (
+            time.monotonic()
+            + self.settings.shutdown_delay_s
+            + self.settings.graceful_shutdown_s
+            + STOP_MARGIN_S
+        )
+        status = EXIT_WORKER_FAILED if self._failed else 0
+        for worker in workers:
+            worker.process.join(max(0.0, deadline - time.monotonic()))
+            if worker.process.exitcode is None:
+                logger.error(
+                    "supervisor: worker %d did not drain in time; killing it", worker.index
+                )
+                worker.process.kill()
+                worker.process.join()
+                status = EXIT_WORKER_FAILED
+            elif worker.process.exitcode != 0:
+                logger.error(
+                    "supervisor: worker %d exited with status %s",
+                    worker.index,
+                    worker.process.exitcode,
+                )
+                status = EXIT_WORKER_FAILED
+            _forget_gauges(worker.process.pid, metrics_dir)
+        logger.info("supervisor: stopped (status %d)", status)
+        return status

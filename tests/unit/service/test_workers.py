@@ -1,0 +1,32 @@
+"""The worker supervisor (the processes themselves run in tests/e2e/test_workers.py and, for
+drain and reload, tests/e2e/test_operations.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.settings import Settings
+from service.workers import WorkerSupervisor
+
+HEAVY = ("numpy", "faiss", "onnxruntime", "fastapi", "tokenizers", "PIL")
+
+
+def test_one_worker_needs_no_supervisor(tmp_path: Path) -> None:
+    settings = Settings(bundles_root=tmp_path, variants_root=tmp_path)
+    with pytest.raises(ValueError, match="in-process"):
+        WorkerSupervisor(settings, 1)
+
+
+def test_the_supervisor_does_not_load_the_serving_stack() -> None:
+    # The supervisor process is `python -m service serve`: what its module imports is what it
+    # holds in memory beside every worker.
+    probe = (
+        "import sys, service.__main__, service.workers; "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
