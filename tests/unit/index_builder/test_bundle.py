@@ -77,6 +77,48 @@ def test_round_trip_keeps_rows_ids_metadata_and_vectors(tmp_path: Path) -> None:
     assert manifest.collections["captions"].count == 20
 
 
+def test_vectors_are_stored_column_major_and_mapped_read_only(tmp_path: Path) -> None:
+    collection = captions()
+    version_dir = write_bundle(
+        tmp_path, "demo", [collection], variant_name="fake", variant_fingerprint="ab" * 32
+    )
+    stored = np.load(version_dir / "captions.vectors.npy", mmap_mode="r")
+    assert stored.flags.f_contiguous  # vectors.T, what the exact search multiplies, is C-ordered
+    loaded = load_bundle(version_dir).collections["captions"]
+    assert loaded.vectors.T.flags.c_contiguous
+    assert not loaded.vectors.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        loaded.vectors[0, 0] = 0.0
+
+
+def test_a_row_major_bundle_stored_earlier_loads_the_same(tmp_path: Path) -> None:
+    collection = captions()
+    version_dir = write_bundle(
+        tmp_path, "demo", [collection], variant_name="fake", variant_fingerprint="ab" * 32
+    )
+    np.save(version_dir / "captions.vectors.npy", np.ascontiguousarray(collection.vectors))
+    loaded = load_bundle(version_dir, verify=False).collections["captions"]
+    np.testing.assert_array_equal(loaded.vectors, collection.vectors)
+
+
+def test_rows_without_metadata_share_one_read_only_mapping(tmp_path: Path) -> None:
+    bare = CollectionInput(
+        name="captions",
+        ids=["a", "b", "c"],
+        metadata=[{}, {}, {"x": 1}],
+        vectors=unit_vectors(3, 8),
+    )
+    version_dir = write_bundle(
+        tmp_path, "demo", [bare], variant_name="fake", variant_fingerprint="ab" * 32
+    )
+    metadata = load_bundle(version_dir).collections["captions"].metadata
+    assert metadata[0] is metadata[1]
+    assert dict(metadata[0]) == {}
+    assert metadata[2] == {"x": 1}
+    with pytest.raises(TypeError):
+        metadata[0]["x"] = 2  # type: ignore[index]
+
+
 @pytest.mark.parametrize("factory", ["Flat", "HNSW16", "IVF2,Flat"])
 def test_index_factories_use_inner_product(tmp_path: Path, factory: str) -> None:
     version_dir = write_bundle(
