@@ -22,7 +22,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +45,7 @@ from index_builder.columns import (
     save_columns,
 )
 from index_builder.faiss_index import build_index
+from index_builder.id_table import DuplicateIdError, IdTable
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
@@ -119,8 +120,8 @@ class LoadedCollection:
 
     name: str
     index: Any
-    ids: list[str]
-    row_of: dict[str, int]
+    ids: Sequence[str]
+    row_of: Mapping[str, int]
     metadata: list[Mapping[str, object]]
     vectors: np.ndarray
     factory: str
@@ -390,16 +391,23 @@ def verify_bundle(version_dir: Path) -> BundleManifest:
 
 
 def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) -> LoadedCollection:
-    ids: list[str] = []
     metadata: list[Mapping[str, object]] = []
     # Rows without metadata share one read-only empty mapping: a dict left empty by the pop
-    # keeps its 184 bytes, a million of them in every worker process that loads the bundle.
+    # keeps its 184 bytes, a million of them in every worker process that loads the bundle;
+    # the ids go into a compact IdTable rather than a list and a dict (see index_builder.id_table).
     no_metadata: Mapping[str, object] = MappingProxyType({})
-    with (version_dir / entry.ids_file).open(encoding="utf-8") as handle:
+
+    def read_ids(handle: Iterable[str]) -> Iterator[str]:
         for line in handle:
             row = json.loads(line)
-            ids.append(str(row.pop("id")))
+            yield str(row.pop("id"))
             metadata.append(row if row else no_metadata)
+
+    with (version_dir / entry.ids_file).open(encoding="utf-8") as handle:
+        try:
+            ids = IdTable(read_ids(handle))
+        except DuplicateIdError as exc:
+            raise BundleError(f"{version_dir}: {name} ids are not unique: {exc}") from exc
     # Memory-mapped, read-only: the pages are the page cache's, so every worker process that
     # serves this version shares one copy (a flat index's codes are mapped the same way).
     vectors = np.load(version_dir / entry.vectors_file, mmap_mode="r", allow_pickle=False)
@@ -411,9 +419,6 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
         )
     if vectors.dtype != np.float32 or vectors.shape[1] != entry.dim or index.d != entry.dim:
         raise BundleError(f"{version_dir}: {name} dimension or dtype disagrees with the manifest")
-    row_of = {item_id: row for row, item_id in enumerate(ids)}
-    if len(row_of) != len(ids):
-        raise BundleError(f"{version_dir}: {name} ids are not unique")
     try:
         if entry.columns_file is None:  # schema version 1: the fields are the metadata's own
             columns = build_columns(metadata, infer_fields(metadata))
@@ -425,7 +430,7 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
         name=name,
         index=index,
         ids=ids,
-        row_of=row_of,
+        row_of=ids.row_of,
         metadata=metadata,
         vectors=np.asarray(vectors),  # a read-only ndarray view of the mapping, no copy
         factory=entry.factory,
