@@ -52,6 +52,8 @@ RESTART_DELAY_S: Final = 1.0
 STOP_MARGIN_S: Final = 10.0
 EXIT_WORKER_FAILED: Final = 1
 POLL_S: Final = 0.2
+# A worker's status when the stop signal found it still starting (killed by the signal itself).
+_STOPPED_BEFORE_SERVING: Final = frozenset({-signal.SIGTERM, -signal.SIGINT})
 
 
 def _worker_main(settings: Settings, layout: ProcessLayout, listener: socket.socket) -> None:
@@ -189,6 +191,10 @@ class WorkerSupervisor:
                 worker.process.kill()
                 worker.process.join()
                 status = EXIT_WORKER_FAILED
+            elif worker.process.exitcode in _STOPPED_BEFORE_SERVING:
+                # Signalled while still starting, before uvicorn's handlers were in place (they
+                # are before it loads or takes a connection): nothing was in flight.
+                logger.info("supervisor: worker %d stopped while starting", worker.index)
             elif worker.process.exitcode != 0:
                 logger.error(
                     "supervisor: worker %d exited with status %s",

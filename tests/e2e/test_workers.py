@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import httpx
 import pytest
 
 from index_builder.bundle import resolve_current
-from tests.e2e.conftest import LiveService
+from tests.e2e.conftest import LiveService, free_port
 from tests.e2e.test_operations import (
     ADMIN,
     BUNDLE,
@@ -131,3 +133,29 @@ def test_two_workers_answer_exactly_as_one_process(
                 for q in queries
             ]
     assert answers[1] == answers[2]
+
+
+def test_sigterm_while_the_workers_start_exits_0(
+    served_roots: tuple[Path, Path], tmp_path: Path
+) -> None:
+    variants_root, bundles_root = served_roots
+    env = {
+        **os.environ,
+        "CRISSCROSS_VARIANTS_ROOT": str(variants_root),
+        "CRISSCROSS_BUNDLES_ROOT": str(bundles_root),
+        "CRISSCROSS_WORKERS": "2",
+    }
+    log_path = tmp_path / "service.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "service", "serve", "--port", str(free_port())],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + TIMEOUT_S
+    while "worker 1 started" not in log_path.read_text():  # spawned, not yet serving
+        assert time.monotonic() < deadline, log_path.read_text()
+        time.sleep(0.01)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=TIMEOUT_S) == 0, log_path.read_text()
