@@ -91,8 +91,16 @@ async def _load_in_background(state: ServiceState) -> None:
     logger.info("ready: serving %d collections", len(catalog.collections))
 
 
-# How often a worker of several copies its admission gate into the shared gauges.
+# How often a worker of several copies its admission gate into the shared gauges, and touches
+# its heartbeat file (the supervisor replaces a worker whose beats stop).
 ADMISSION_GAUGES_PERIOD_S = 1.0
+HEARTBEAT_PERIOD_S = 1.0
+
+
+async def _beat(layout: ProcessLayout) -> None:
+    while True:
+        layout.beat()
+        await anyio.sleep(HEARTBEAT_PERIOD_S)
 
 
 async def _refresh_admission_gauges(metrics: ServiceMetrics) -> None:
@@ -133,6 +141,7 @@ def create_app(
         state.begin_lifespan()
         async with anyio.create_task_group() as tasks:
             if state.layout.shared:
+                tasks.start_soon(_beat, state.layout)  # loading runs in a thread: beats go on
                 # A worker of several loads before uvicorn takes connections: meanwhile the
                 # kernel hands them to the workers already serving (a replacement worker never
                 # answers "not ready" while the others could answer).

@@ -69,6 +69,20 @@ class ProcessLayout:
         """Where the workers' reload orders go (None for a single process)."""
         return None if self.run_dir is None else self.run_dir / "reload"
 
+    def heartbeat_file(self, worker: int | None = None) -> Path | None:
+        """The file worker ``worker`` (default: this one) touches while its event loop runs
+        (None for a single process)."""
+        if self.run_dir is None:
+            return None
+        return self.run_dir / "heartbeats" / str(self.worker if worker is None else worker)
+
+    def beat(self) -> None:
+        """Touch this worker's heartbeat file (a no-op for a single process)."""
+        path = self.heartbeat_file()
+        if path is not None:
+            path.parent.mkdir(exist_ok=True)
+            path.touch()
+
     @property
     def pid(self) -> int:
         """This process's id."""

@@ -127,6 +127,17 @@ class Settings(BaseSettings):
             "is not measured."
         ),
     )
+    worker_heartbeat_timeout_s: float = Field(
+        default=30.0,
+        ge=1.0,
+        le=3600.0,
+        description=(
+            "With several workers: a worker whose event loop has not beaten for this long (it "
+            "beats every second or so once it has started) is taken as hung and is killed and "
+            "replaced by the supervisor; its in-flight requests fail. A worker still starting "
+            "gets this long from its spawn."
+        ),
+    )
     reload_broadcast_timeout_s: float = Field(
         default=60.0,
         gt=0.0,

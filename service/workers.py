@@ -14,8 +14,10 @@ The supervisor forwards SIGTERM and SIGINT to every worker (each then drains as 
 does: readiness 503, ``shutdown_delay_s``, in-flight requests finish within
 ``graceful_shutdown_s``), waits for them, and exits 0 when they all did. A worker that dies
 while the server runs is replaced after :data:`RESTART_DELAY_S` (its gauges are dropped, its
-counts kept); one that fails to start at all (uvicorn's startup-failure status) stops the
-server, since its replacement would fail the same way.
+counts kept), and so is one whose event loop stops beating (a heartbeat file it touches every
+second) for ``worker_heartbeat_timeout_s``: it is killed first. One that fails to start at all
+(uvicorn's startup-failure status) stops the server, since its replacement would fail the same
+way.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def _forget_gauges(pid: int | None, metrics_dir: Path) -> None:
 class _Worker:
     index: int
     process: SpawnProcess
-    started_at: float = field(default_factory=time.monotonic)
+    spawned_at: float = field(default_factory=time.time)
 
 
 class WorkerSupervisor:
@@ -139,9 +141,35 @@ class WorkerSupervisor:
             os.environ.pop(MULTIPROCESS_DIR_VARIABLE, None)
             shutil.rmtree(run_dir, ignore_errors=True)
 
+    def _kill_hung(self, workers: list[_Worker], run_dir: Path) -> None:
+        """SIGKILL a worker whose heartbeat (or, before its first, its spawn) is older than
+        ``worker_heartbeat_timeout_s``; :meth:`_replace_dead` then replaces it."""
+        timeout = self.settings.worker_heartbeat_timeout_s
+        layout = ProcessLayout(workers=self.workers, worker=0, run_dir=run_dir)
+        now = time.time()
+        for worker in workers:
+            if worker.process.exitcode is not None or worker.process.pid is None:
+                continue
+            heartbeat = layout.heartbeat_file(worker.index)
+            assert heartbeat is not None
+            try:
+                last = max(heartbeat.stat().st_mtime, worker.spawned_at)
+            except FileNotFoundError:
+                last = worker.spawned_at
+            if now - last > timeout:
+                logger.error(
+                    "supervisor: worker %d (pid %d) has not beaten for %.0f s; killing it",
+                    worker.index,
+                    worker.process.pid,
+                    now - last,
+                )
+                worker.process.kill()
+                worker.process.join()
+
     def _replace_dead(
         self, workers: list[_Worker], run_dir: Path, listener: socket.socket
     ) -> list[_Worker]:
+        self._kill_hung(workers, run_dir)
         replaced = []
         for worker in workers:
             code = worker.process.exitcode

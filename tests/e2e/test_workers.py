@@ -9,6 +9,7 @@ Drain, reload under load and the refusal of a corrupt version in this layout are
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -159,3 +160,28 @@ def test_sigterm_while_the_workers_start_exits_0(
         time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=TIMEOUT_S) == 0, log_path.read_text()
+
+
+def test_a_hung_worker_is_killed_and_replaced(
+    private_roots: tuple[Path, Path], tmp_path: Path
+) -> None:
+    env = {**TWO_WORKERS, "CRISSCROSS_WORKER_HEARTBEAT_TIMEOUT_S": "3"}
+    with serving(private_roots, tmp_path, env) as service:
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(before := answering(service)) < 2:
+            assert time.monotonic() < deadline, service.log()
+        victim = next(iter(before))
+        os.kill(victim, signal.SIGSTOP)  # alive, but its event loop no longer runs
+        try:
+            while True:
+                assert time.monotonic() < deadline + TIMEOUT_S, service.log()
+                log = service.log()
+                if "has not beaten" in log and "replacing it" in log:
+                    break
+                time.sleep(0.2)
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # gone once killed and reaped
+                os.kill(victim, signal.SIGCONT)
+        while len(after := answering(service)) < 2 or victim in after:
+            assert time.monotonic() < deadline + 2 * TIMEOUT_S, service.log()
+        assert f"(pid {victim}) has not beaten" in service.log()

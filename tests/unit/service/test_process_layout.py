@@ -49,3 +49,13 @@ def test_an_impossible_layout_is_refused(
 ) -> None:
     with pytest.raises(ValueError, match=r"worker|run folder"):
         ProcessLayout(workers=workers, worker=worker, run_dir=tmp_path if shared else None)
+
+
+def test_a_worker_beats_into_its_own_file_and_a_single_process_nowhere(tmp_path: Path) -> None:
+    ProcessLayout().beat()  # nothing to touch
+    assert ProcessLayout().heartbeat_file() is None
+    layout = ProcessLayout(workers=3, worker=2, run_dir=tmp_path)
+    layout.beat()
+    assert layout.heartbeat_file() == tmp_path / "heartbeats" / "2"
+    assert (tmp_path / "heartbeats" / "2").is_file()
+    assert layout.heartbeat_file(0) == tmp_path / "heartbeats" / "0"
