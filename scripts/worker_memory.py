@@ -18,8 +18,8 @@ The service is stopped with SIGTERM between runs. The report gives, per (size, N
 PSS of all the processes, growth per extra worker ``(PSS(N) - PSS(1)) / (N - 1)`` in bytes and
 as a percentage of one index (``n * 384 * 4`` bytes), the Pss of the bundle mappings summed over
 the processes (one copy of the touched pages when the page cache is shared, whatever N) and the
-anonymous (per-process) part. It also estimates, in this process with ``tracemalloc``, what the
-loaded ids, id -> row map and metadata cost per row, with ``{}`` and with one small field.
+anonymous (per-process) part; and, measured in this process with ``tracemalloc`` around the real
+loader, what loading a bundle allocates per row (ids, metadata, filter columns).
 
 Writes ``reports/bench/worker_memory.json`` and ``reports/bench/worker_memory.md`` and prints
 the table. Example::
@@ -44,7 +44,7 @@ import subprocess
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,11 +55,11 @@ from encoders.variant import load_variant_manifest
 from index_builder.bundle import (
     BundleError,
     CollectionInput,
+    load_bundle,
     read_manifest,
     resolve_current,
     write_bundle,
 )
-from index_builder.columns import build_columns, infer_fields
 
 REPO = Path(__file__).resolve().parent.parent
 DIM = 384
@@ -508,46 +508,22 @@ def run_once(
     }
 
 
-# ---------------------------------------------------------------- metadata cost
+# ---------------------------------------------------------------- loader cost
 
 
-def metadata_cost(rows: int) -> dict[str, Any]:
-    """Bytes per row that the loaded ids, id -> row map, metadata and filter columns take, built
-    as the bundle loader builds them (``json.loads`` of each ``ids.jsonl`` line), measured with
-    ``tracemalloc`` for ``{}`` and for one small field."""
-    variants: dict[str, Callable[[int], dict[str, object]]] = {
-        "empty {}": lambda _row: {},
-        'one integer field {"shard": row % 16}': lambda row: {"shard": row % 16},
-        'one string field {"source": "gen"}': lambda _row: {"source": "gen"},
-    }
-    out: dict[str, Any] = {"rows": rows}
-    for label, make in variants.items():
-        lines = [json.dumps({"id": item_id, **make(row)}) for row, item_id in enumerate(_ids(rows))]
-        gc.collect()
-        tracemalloc.start()
-        ids: list[str] = []
-        metadata: list[dict[str, object]] = []
-        for line in lines:
-            parsed = json.loads(line)
-            ids.append(str(parsed.pop("id")))
-            metadata.append(parsed)
-        row_of = {item_id: row for row, item_id in enumerate(ids)}
-        after_rows, _ = tracemalloc.get_traced_memory()
-        columns = build_columns(metadata, infer_fields(metadata))
-        after_columns, _ = tracemalloc.get_traced_memory()
+def loaded_bytes_per_row(version_dir: Path, rows: int) -> float:
+    """Bytes per row that the bundle loader itself allocates in a process (the id table, the
+    metadata rows, the filter columns; the vectors and the index are memory maps, not
+    allocations): ``tracemalloc`` around :func:`index_builder.bundle.load_bundle`."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        bundle = load_bundle(version_dir, verify=False)
+        allocated, _ = tracemalloc.get_traced_memory()
+    finally:
         tracemalloc.stop()
-        out[label] = {
-            "ids_row_of_metadata_bytes_per_row": round(after_rows / rows, 1),
-            "columns_bytes_per_row": round((after_columns - after_rows) / rows, 1),
-        }
-        del ids, metadata, row_of, columns, lines
-    empty = out["empty {}"]["ids_row_of_metadata_bytes_per_row"]
-    for label in variants:
-        entry = out[label]
-        entry["extra_bytes_per_row_vs_empty"] = round(
-            entry["ids_row_of_metadata_bytes_per_row"] + entry["columns_bytes_per_row"] - empty, 1
-        )
-    return out
+    del bundle
+    return round(allocated / rows, 1)
 
 
 # ---------------------------------------------------------------- report
@@ -663,20 +639,14 @@ def files_table(sizes: Sequence[Mapping[str, Any]]) -> str:
 
 def write_markdown(path: Path, report: Mapping[str, Any]) -> None:
     machine = report["machine"]
-    cost = report.get("metadata_cost")
-    cost_text = ""
-    if cost:
-        parts = [
-            f"{label}: {values['ids_row_of_metadata_bytes_per_row']:.0f} B/row of ids, "
-            f"id->row map and metadata + {values['columns_bytes_per_row']:.0f} B/row of filter "
-            "columns"
-            for label, values in cost.items()
-            if label != "rows"
-        ]
-        cost_text = (
-            f"\n\nPer-row cost of what every worker builds from `ids.jsonl` (tracemalloc, "
-            f"{cost['rows']:,} rows parsed as the loader does): " + "; ".join(parts) + "."
+    cost_text = "\n\nWhat the bundle loader allocates in each worker (tracemalloc around " + (
+        "load_bundle; the vectors and the index are memory maps, not allocations): "
+        + "; ".join(
+            f"{size['loaded_bytes_per_row']:.0f} B/row at {size['rows']:,} rows"
+            for size in report["sizes"]
         )
+        + "."
+    )
     text = (
         "# Resident memory per worker process\n\n"
         + markdown_table(report["sizes"])
@@ -724,7 +694,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--per-worker", type=int, default=5, help="searches per worker, at least")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds before reading /proc")
     parser.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S, help="start-up limit, s")
-    parser.add_argument("--metadata-rows", type=int, default=200_000, help="0 skips the estimate")
     parser.add_argument("--out", type=Path, default=REPO / "reports" / "bench")
     args = parser.parse_args(argv)
     if not args.work.is_absolute():
@@ -751,13 +720,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "index_bytes": rows * DIM * 4,
             "files": files,
             "runs": runs,
+            "loaded_bytes_per_row": loaded_bytes_per_row(version_dir, rows),
         }
         size["growth"] = growth_rows(size)
         sizes.append(size)
-    cost = None
-    if args.metadata_rows > 0:
-        _log(f"estimating the per-row cost of ids and metadata on {args.metadata_rows:,} rows")
-        cost = metadata_cost(args.metadata_rows)
     report: dict[str, Any] = {
         "what": "resident memory of the service with N worker processes (see the .md)",
         "command": command,
@@ -766,7 +732,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "searches": args.searches,
         "per_worker": args.per_worker,
         "sizes": sizes,
-        "metadata_cost": cost,
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "worker_memory.json").write_text(

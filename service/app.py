@@ -91,22 +91,16 @@ async def _load_in_background(state: ServiceState) -> None:
     logger.info("ready: serving %d collections", len(catalog.collections))
 
 
-# How often a worker of several copies its admission gate into the shared gauges, and touches
-# its heartbeat file (the supervisor replaces a worker whose beats stop).
-ADMISSION_GAUGES_PERIOD_S = 1.0
-HEARTBEAT_PERIOD_S = 1.0
+# How often a worker of several touches its heartbeat file (the supervisor replaces a worker
+# whose beats stop) and copies its admission gate into the shared gauges.
+TICK_PERIOD_S = 1.0
 
 
-async def _beat(layout: ProcessLayout) -> None:
+async def _tick(state: ServiceState) -> None:
     while True:
-        layout.beat()
-        await anyio.sleep(HEARTBEAT_PERIOD_S)
-
-
-async def _refresh_admission_gauges(metrics: ServiceMetrics) -> None:
-    while True:
-        metrics.refresh_admission()
-        await anyio.sleep(ADMISSION_GAUGES_PERIOD_S)
+        state.layout.beat()
+        state.metrics.refresh_admission()
+        await anyio.sleep(TICK_PERIOD_S)
 
 
 def create_app(
@@ -140,17 +134,15 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state.begin_lifespan()
         async with anyio.create_task_group() as tasks:
-            if state.layout.shared:
-                tasks.start_soon(_beat, state.layout)  # loading runs in a thread: beats go on
-                # A worker of several loads before uvicorn takes connections: meanwhile the
-                # kernel hands them to the workers already serving (a replacement worker never
-                # answers "not ready" while the others could answer).
-                await _load_in_background(state)
-            else:
+            if state.broadcast is None:  # a single process
                 tasks.start_soon(_load_in_background, state)
-            if state.broadcast is not None:
+            else:  # a worker of several
+                tasks.start_soon(_tick, state)  # loading runs in a thread: beats go on
+                # It loads before uvicorn takes connections: meanwhile the kernel hands them to
+                # the workers already serving (a replacement worker never answers "not ready"
+                # while the others could answer).
+                await _load_in_background(state)
                 tasks.start_soon(follow_reloads, state, state.broadcast)
-                tasks.start_soon(_refresh_admission_gauges, state.metrics)
             try:
                 yield
             finally:

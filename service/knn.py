@@ -260,7 +260,8 @@ def _hits(
 
 def _rows_of(row_of: Mapping[str, int], ids: Collection[str]) -> list[int]:
     """The rows of the ``ids`` the collection holds (unknown ids are ignored)."""
-    return [row_of[item] for item in ids if item in row_of]
+    rows = (row_of.get(item) for item in ids)  # one lookup per id
+    return [row for row in rows if row is not None]
 
 
 def kept_rows(

@@ -31,7 +31,7 @@ import socket
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.context import SpawnProcess
 from pathlib import Path
 from types import FrameType
@@ -90,17 +90,17 @@ class WorkerSupervisor:
         self.workers = workers
         self._stop = threading.Event()
         self._context = multiprocessing.get_context("spawn")
-        self._failed: list[str] = []
+        self._startup_failed = False
 
     def _on_signal(self, sig: int, _frame: FrameType | None) -> None:
         logger.info("supervisor: %s, stopping the workers", signal.Signals(sig).name)
         self._stop.set()
 
-    def _spawn(self, index: int, run_dir: Path, listener: socket.socket) -> _Worker:
-        layout = ProcessLayout(workers=self.workers, worker=index, run_dir=run_dir)
+    def _spawn(self, index: int, shared: ProcessLayout, listener: socket.socket) -> _Worker:
+        """Start worker ``index`` of ``shared``'s run folder on ``listener``."""
         process = self._context.Process(
             target=_worker_main,
-            args=(self.settings, layout, listener),
+            args=(self.settings, replace(shared, worker=index), listener),
             name=f"crisscross-worker-{index}",
         )
         process.start()
@@ -116,10 +116,12 @@ class WorkerSupervisor:
         """Serve until stopped; the exit status (0 when every worker drained and exited 0)."""
         configure_logging(self.settings.log_level)
         run_dir = Path(tempfile.mkdtemp(prefix="crisscross-workers-"))
-        layout = ProcessLayout(workers=self.workers, worker=0, run_dir=run_dir)
-        assert layout.metrics_dir is not None
-        layout.metrics_dir.mkdir()
-        os.environ[MULTIPROCESS_DIR_VARIABLE] = str(layout.metrics_dir)
+        # What every worker shares (its own layout differs in the worker index only).
+        shared = ProcessLayout(workers=self.workers, worker=0, run_dir=run_dir)
+        metrics_dir = shared.metrics_dir
+        assert metrics_dir is not None
+        metrics_dir.mkdir()
+        os.environ[MULTIPROCESS_DIR_VARIABLE] = str(metrics_dir)
         previous = {sig: signal.signal(sig, self._on_signal) for sig in HANDLED_SIGNALS}
         listener = self._bind()
         try:
@@ -130,10 +132,10 @@ class WorkerSupervisor:
                 self.settings.host,
                 listener.getsockname()[1],
             )
-            workers = [self._spawn(i, run_dir, listener) for i in range(self.workers)]
+            workers = [self._spawn(i, shared, listener) for i in range(self.workers)]
             while not self._stop.wait(POLL_S):
-                workers = self._replace_dead(workers, run_dir, listener)
-            return self._stop_all(workers, layout.metrics_dir)
+                workers = self._replace_dead(workers, shared, listener)
+            return self._stop_all(workers, metrics_dir)
         finally:
             listener.close()
             for sig, handler in previous.items():
@@ -141,16 +143,15 @@ class WorkerSupervisor:
             os.environ.pop(MULTIPROCESS_DIR_VARIABLE, None)
             shutil.rmtree(run_dir, ignore_errors=True)
 
-    def _kill_hung(self, workers: list[_Worker], run_dir: Path) -> None:
+    def _kill_hung(self, workers: list[_Worker], shared: ProcessLayout) -> None:
         """SIGKILL a worker whose heartbeat (or, before its first, its spawn) is older than
         ``worker_heartbeat_timeout_s``; :meth:`_replace_dead` then replaces it."""
         timeout = self.settings.worker_heartbeat_timeout_s
-        layout = ProcessLayout(workers=self.workers, worker=0, run_dir=run_dir)
         now = time.time()
         for worker in workers:
             if worker.process.exitcode is not None or worker.process.pid is None:
                 continue
-            heartbeat = layout.heartbeat_file(worker.index)
+            heartbeat = shared.heartbeat_file(worker.index)
             assert heartbeat is not None
             try:
                 last = max(heartbeat.stat().st_mtime, worker.spawned_at)
@@ -167,23 +168,24 @@ class WorkerSupervisor:
                 worker.process.join()
 
     def _replace_dead(
-        self, workers: list[_Worker], run_dir: Path, listener: socket.socket
+        self, workers: list[_Worker], shared: ProcessLayout, listener: socket.socket
     ) -> list[_Worker]:
-        self._kill_hung(workers, run_dir)
+        self._kill_hung(workers, shared)
         replaced = []
         for worker in workers:
             code = worker.process.exitcode
             if code is None:
                 replaced.append(worker)
                 continue
-            _forget_gauges(worker.process.pid, run_dir / "metrics")
+            assert shared.metrics_dir is not None
+            _forget_gauges(worker.process.pid, shared.metrics_dir)
             if code == STARTUP_FAILURE:
                 logger.error(
                     "supervisor: worker %d could not start (status %d); stopping",
                     worker.index,
                     code,
                 )
-                self._failed.append(f"worker {worker.index} could not start")
+                self._startup_failed = True
                 self._stop.set()
                 replaced.append(worker)
                 continue
@@ -196,7 +198,7 @@ class WorkerSupervisor:
             if self._stop.wait(RESTART_DELAY_S):
                 replaced.append(worker)
                 continue
-            replaced.append(self._spawn(worker.index, run_dir, listener))
+            replaced.append(self._spawn(worker.index, shared, listener))
         return replaced
 
     def _stop_all(self, workers: list[_Worker], metrics_dir: Path) -> int:
@@ -209,7 +211,7 @@ class WorkerSupervisor:
             + self.settings.graceful_shutdown_s
             + STOP_MARGIN_S
         )
-        status = EXIT_WORKER_FAILED if self._failed else 0
+        status = EXIT_WORKER_FAILED if self._startup_failed else 0
         for worker in workers:
             worker.process.join(max(0.0, deadline - time.monotonic()))
             if worker.process.exitcode is None:
