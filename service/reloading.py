@@ -107,17 +107,51 @@ def _toward(catalog: Catalog, state: ServiceState, versions: Mapping[str, str]) 
     return catalog
 
 
+def _followed(
+    state: ServiceState, catalog: Catalog, order: ReloadOrder
+) -> tuple[Catalog, str | None]:
+    """``catalog`` moved to ``order``'s versions, or — when this worker cannot load them —
+    ``catalog`` itself and why (blocking)."""
+    try:
+        return _toward(catalog, state, order.versions), None
+    except DomainError as failure:
+        state.metrics.reloads.labels("follow_rejected").inc()
+        logger.error("reload order %d refused here: %s", order.generation, failure.message)
+        return catalog, failure.message
+
+
+def _acknowledge(
+    state: ServiceState,
+    broadcast: ReloadBroadcast,
+    order: ReloadOrder,
+    serving: Catalog,
+    error: str | None,
+) -> None:
+    state.applied_generation = order.generation
+    broadcast.acknowledge(
+        ReloadAck(
+            worker=state.layout.worker,
+            generation=order.generation,
+            versions=serving.bundle_versions,
+            error=error,
+        )
+    )
+
+
 def catch_up(state: ServiceState, catalog: Catalog) -> Catalog:
     """``catalog`` (just loaded, not yet served) moved to the latest reload order's versions,
-    so a worker that starts after a reload (a replacement) serves what the others do from its
-    first answer. Blocking; raises what :func:`service.loading.reload_bundles` raises."""
+    so a worker that starts after a reload (a replacement, or one still loading when the reload
+    came) serves what the others do from its first answer; the order is acknowledged, since
+    the worker that published it may still be waiting. Versions this worker cannot load leave
+    it on ``catalog`` (the acknowledgement says why). Blocking."""
     broadcast = state.broadcast
     order = None if broadcast is None else broadcast.latest()
-    if order is None:
+    if broadcast is None or order is None:
         return catalog
-    caught_up = _toward(catalog, state, order.versions)
-    state.applied_generation = order.generation
-    logger.info("caught up with reload order %d: %s", order.generation, dict(order.versions))
+    caught_up, error = _followed(state, catalog, order)
+    _acknowledge(state, broadcast, order, caught_up, error)
+    if error is None:
+        logger.info("caught up with reload order %d: %s", order.generation, dict(order.versions))
     return caught_up
 
 
@@ -132,28 +166,12 @@ async def apply_latest_order(state: ServiceState, broadcast: ReloadBroadcast) ->
         catalog = state.catalog
         if catalog is None or state.draining or order.generation <= state.applied_generation:
             return
-        error: str | None = None
-        try:
-            reloaded = await anyio.to_thread.run_sync(
-                lambda: _toward(catalog, state, order.versions)
-            )
-        except DomainError as failure:
-            reloaded, error = catalog, failure.message
-            state.metrics.reloads.labels("follow_rejected").inc()
-            logger.error("reload order %d refused here: %s", order.generation, error)
+        reloaded, error = await anyio.to_thread.run_sync(lambda: _followed(state, catalog, order))
         if reloaded is not catalog:
             publish_catalog(state, reloaded)
             state.metrics.reloads.labels("followed").inc()
             logger.info("reload order %d applied: %s", order.generation, dict(order.versions))
-        state.applied_generation = order.generation
-        broadcast.acknowledge(
-            ReloadAck(
-                worker=state.layout.worker,
-                generation=order.generation,
-                versions=reloaded.bundle_versions,
-                error=error,
-            )
-        )
+        _acknowledge(state, broadcast, order, reloaded, error)
 
 
 async def follow_reloads(state: ServiceState, broadcast: ReloadBroadcast) -> None:

@@ -17,6 +17,7 @@ refused. A second signal skips the rest of the wait.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import signal
@@ -73,16 +74,27 @@ class DrainingServer(uvicorn.Server):
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        """Install our handlers for the duration of ``serve`` and restore the old ones."""
+        """Handle the signals on the event loop for the duration of ``serve``, then restore the
+        old handlers.
+
+        On the loop, not in a ``signal.signal`` handler: such a handler runs in whatever the
+        main thread was doing, and :meth:`handle_exit` takes locks (the metrics' are not
+        reentrant) that the interrupted code may hold, which deadlocked a worker now and then.
+        """
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in HANDLED_SIGNALS}
+        loop = asyncio.get_running_loop()
+        previous = {sig: signal.getsignal(sig) for sig in HANDLED_SIGNALS}
+        for sig in HANDLED_SIGNALS:
+            loop.add_signal_handler(sig, self.handle_exit, sig, None)
         try:
             yield
         finally:
             for sig, handler in previous.items():
-                signal.signal(sig, handler)
+                loop.remove_signal_handler(sig)
+                if handler is not None:  # None: one not installed from Python, left as it is
+                    signal.signal(sig, handler)
 
 
 def run_server(

@@ -22,14 +22,15 @@ way.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
+import select
 import shutil
 import signal
 import socket
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field, replace
 from multiprocessing.context import SpawnProcess
@@ -88,13 +89,36 @@ class WorkerSupervisor:
             raise ValueError("a supervisor runs 2 workers or more; 1 runs in-process")
         self.settings = settings
         self.workers = workers
-        self._stop = threading.Event()
+        # Set by the signal handler, which also writes a byte to wake the waiting loop and does
+        # nothing else: a handler runs inside whatever the main thread was doing and must take
+        # no lock (an Event's is not reentrant) that code may hold.
+        self._signalled: int | None = None
+        self._stopping = False
+        self._wake_read, self._wake_write = os.pipe()
+        os.set_blocking(self._wake_write, False)
         self._context = multiprocessing.get_context("spawn")
         self._startup_failed = False
 
     def _on_signal(self, sig: int, _frame: FrameType | None) -> None:
-        logger.info("supervisor: %s, stopping the workers", signal.Signals(sig).name)
-        self._stop.set()
+        self._signalled = sig
+        with contextlib.suppress(BlockingIOError):  # full: the loop is awake already
+            os.write(self._wake_write, b"\0")
+
+    def _stop_requested(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` (less once a stop is asked for); whether one is."""
+        deadline = time.monotonic() + seconds
+        while not self._stopping and self._signalled is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            select.select([self._wake_read], [], [], min(POLL_S, left))  # a signal wakes it
+        if not self._stopping:
+            assert self._signalled is not None
+            logger.info(
+                "supervisor: %s, stopping the workers", signal.Signals(self._signalled).name
+            )
+            self._stopping = True
+        return True
 
     def _spawn(self, index: int, shared: ProcessLayout, listener: socket.socket) -> _Worker:
         """Start worker ``index`` of ``shared``'s run folder on ``listener``."""
@@ -133,7 +157,7 @@ class WorkerSupervisor:
                 listener.getsockname()[1],
             )
             workers = [self._spawn(i, shared, listener) for i in range(self.workers)]
-            while not self._stop.wait(POLL_S):
+            while not self._stop_requested(POLL_S):
                 workers = self._replace_dead(workers, shared, listener)
             return self._stop_all(workers, metrics_dir)
         finally:
@@ -186,7 +210,7 @@ class WorkerSupervisor:
                     code,
                 )
                 self._startup_failed = True
-                self._stop.set()
+                self._stopping = True
                 replaced.append(worker)
                 continue
             logger.error(
@@ -195,7 +219,7 @@ class WorkerSupervisor:
                 worker.process.pid,
                 code,
             )
-            if self._stop.wait(RESTART_DELAY_S):
+            if self._stop_requested(RESTART_DELAY_S):
                 replaced.append(worker)
                 continue
             replaced.append(self._spawn(worker.index, shared, listener))

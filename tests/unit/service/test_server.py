@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
+import threading
 import time
 
 import uvicorn
@@ -52,3 +55,30 @@ def test_a_second_signal_skips_the_delay() -> None:
     server.handle_exit(signal.SIGTERM, None)
     assert server.should_exit
     assert len(signalled) == 2
+
+
+def test_the_signal_is_handled_on_the_event_loop_not_inside_the_code_it_interrupted() -> None:
+    # The shutdown callback takes locks (the metrics' are not reentrant). Run inside whatever the
+    # signal interrupted, it could wait forever for a lock that code holds: a worker of several
+    # once hung that way at SIGTERM. On the event loop it runs once that code has let go.
+    lock = threading.Lock()
+    took_the_lock: list[bool] = []
+    server = DrainingServer(
+        uvicorn.Config(_app),
+        on_shutdown_signal=lambda: took_the_lock.append(lock.acquire(blocking=False)),
+    )
+    before = signal.getsignal(signal.SIGTERM)
+
+    async def main() -> None:
+        with server.capture_signals():
+            with lock:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.05)  # a signal.signal handler would have run here, lock held
+            deadline = time.monotonic() + 5
+            while not took_the_lock and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+
+    asyncio.run(main())
+    assert took_the_lock == [True]
+    assert server.should_exit
+    assert signal.getsignal(signal.SIGTERM) == before  # restored

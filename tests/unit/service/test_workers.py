@@ -3,8 +3,12 @@ drain and reload, tests/e2e/test_operations.py)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -30,3 +34,19 @@ def test_the_supervisor_does_not_load_the_serving_stack() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_signal_cuts_the_supervisors_wait_short_and_takes_no_lock(tmp_path: Path) -> None:
+    # The handler only records the signal (an Event's lock, taken inside the code the signal
+    # interrupted, could deadlock); the waiting loop notices it within a poll.
+    supervisor = WorkerSupervisor(Settings(bundles_root=tmp_path, variants_root=tmp_path), 2)
+    previous = signal.signal(signal.SIGTERM, supervisor._on_signal)
+    try:
+        assert not supervisor._stop_requested(0.05)
+        threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        started = time.monotonic()
+        assert supervisor._stop_requested(30.0)
+        assert time.monotonic() - started < 5.0
+        assert supervisor._stop_requested(30.0)  # and stays asked for
+    finally:
+        signal.signal(signal.SIGTERM, previous)
