@@ -38,22 +38,23 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: help install variant bundle scenes scenes-bundles demo demo-steps demo-model serve bench \
-	compare cider test check contract lint format clean
+	compare cider test check contract lint format clean deploy-tools image image-demo image-cuda \
+	compose-up compose-down k8s-render deploy-check
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
-# Two stamps: the demo needs the export extra only; tests and lint need dev too. scripts/install.sh
+# Two stamps: the demo needs the export, bench and parquet extras; tests and lint need dev too. scripts/install.sh
 # installs with uv (pinned; pip's package sources passed on) and falls back to pip.
 $(VENV)/.installed: pyproject.toml
-	@PYTHON=$(PYTHON) scripts/phase.sh install scripts/install.sh $(VENV) export
+	@PYTHON=$(PYTHON) scripts/phase.sh install scripts/install.sh $(VENV) export,bench,parquet
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml
-	@PYTHON=$(PYTHON) scripts/phase.sh install-dev scripts/install.sh $(VENV) export,dev
+	@PYTHON=$(PYTHON) scripts/phase.sh install-dev scripts/install.sh $(VENV) export,bench,parquet,dev
 	@touch $(VENV)/.installed $@
 
-install: $(VENV)/.installed-dev ## create .venv and install the project with its export and dev extras
+install: $(VENV)/.installed-dev ## create .venv and install the project with its export, bench, parquet and dev extras
 
 # Built artifacts need the environment to exist, not to be newer than it (order-only): editing
 # pyproject.toml reinstalls but does not re-export, re-generate or re-embed.
@@ -189,6 +190,46 @@ lint: install ## ruff, mypy --strict, dependency direction
 format: install ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
+
+# -- deploy/ (README "Deploy") ------------------------------------------------------------------
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+IMAGE_REPO ?= localhost/crisscross
+# local: a Debian base made here with debootstrap (no registry needed); or an image reference such
+# as docker.io/library/python:3.11-slim-bookworm where a registry is reachable.
+IMAGE_BASE ?= local
+ENGINE ?= docker
+COMPOSE ?= docker compose
+OVERLAY ?= cpu
+DEPLOY_PACKAGES := podman runc debootstrap prometheus
+
+deploy-tools: ## apt-install what the deploy tests run (podman, runc, debootstrap, Prometheus); root
+	@missing=$$(for p in $(DEPLOY_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
+	command -v kubectl >/dev/null || { echo "kubectl (1.27+, for kustomize 5) is missing" >&2; exit 1; }
+	@echo "deploy tools: $$(podman --version), $$(prometheus --version 2>&1 | head -1), kubectl $$(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1)"
+
+image: ## build the CPU image $(IMAGE_REPO):$(VERSION)-cpu with podman (IMAGE_BASE=local|<image>)
+	deploy/scripts/build-image.sh cpu $(IMAGE_REPO):$(VERSION)-cpu $(IMAGE_BASE)
+
+image-demo: bundle scenes-bundles ## the CPU image with the demo's variants and bundles inside ($(VERSION)-demo)
+	deploy/scripts/stage-demo-data.sh $(ARTIFACTS)
+	deploy/scripts/build-image.sh demo $(IMAGE_REPO):$(VERSION)-demo $(IMAGE_BASE)
+
+image-cuda: ## build the CUDA image with $(ENGINE) (needs a registry for nvidia/cuda; not built here)
+	$(ENGINE) build -f deploy/docker/Dockerfile.cuda -t $(IMAGE_REPO):$(VERSION)-cuda .
+
+compose-up: ## service + Prometheus + Grafana with $(COMPOSE) (CRISSCROSS_READ_KEYS must be set)
+	$(COMPOSE) -f deploy/compose/compose.yaml up -d
+
+compose-down: ## stop what compose-up started
+	$(COMPOSE) -f deploy/compose/compose.yaml down
+
+k8s-render: ## render the Kubernetes manifests of OVERLAY=cpu|gpu (kubectl kustomize)
+	kubectl kustomize deploy/kubernetes/overlays/$(OVERLAY)
+
+deploy-check: install ## build and run the image, Prometheus on the live service, validate compose + manifests
+	$(PY) -m pytest -q tests/deploy -p no:cacheprovider $(PYTEST_ARGS)
 
 clean: ## remove built variants, bundles and reports (keeps .venv)
 	rm -rf $(ARTIFACTS) reports/demo reports/bench

@@ -188,8 +188,15 @@ def _csv_rows(table: CsvTable) -> Iterator[TableRow]:
 
 
 def _open_parquet(path: Path) -> Any:
-    import pyarrow as pa  # type: ignore[import-untyped]
-    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    try:
+        import pyarrow as pa  # type: ignore[import-untyped]
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+    except ModuleNotFoundError:
+        raise FormatError(
+            "reading Parquet needs pyarrow, which is not installed: install the project's "
+            "`parquet` extra (pip install 'crisscross[parquet]'), or give a CSV or JSONL table",
+            path=path,
+        ) from None
 
     with path.open("rb"):  # OSError as open raises it, before pyarrow wraps it
         pass

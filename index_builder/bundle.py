@@ -35,7 +35,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from formats.field_types import FieldType
 from formats.hashing import sha256_file
-from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE, VERSION_PATTERN
+from index_builder.bundle_layout import (
+    CURRENT_FILE,
+    MANIFEST_FILE,
+    PUBLISHED_VERSION_MODE,
+    VERSION_PATTERN,
+)
 from index_builder.columns import (
     Column,
     ColumnError,
@@ -287,6 +292,9 @@ def write_bundle(
     if final_dir.exists():
         raise BundleError(f"{final_dir} already exists; versions are immutable")
     staging = Path(tempfile.mkdtemp(prefix=f".tmp-{version}-", dir=bundle_dir))
+    # mkdtemp makes the folder private (0700); the published version must be readable by the
+    # service, which may run as another user (the container image's, over a shared volume).
+    staging.chmod(PUBLISHED_VERSION_MODE)
     try:
         collection_manifests = {
             collection.name: _write_collection(staging, collection) for collection in collections

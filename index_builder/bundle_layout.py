@@ -13,5 +13,8 @@ import re
 from typing import Final
 
 MANIFEST_FILE: Final = "manifest.json"
+# A published version folder: everyone may read it (the service may run as another user), only
+# its writer may change it.
+PUBLISHED_VERSION_MODE: Final = 0o755
 CURRENT_FILE: Final = "CURRENT"
 VERSION_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install the project, editable, with the extras named in $2 (e.g. "export" or "export,dev") into
+# Install the project, editable, with the extras named in $2 (e.g. "export,bench" or "export,bench,dev") into
 # the virtual environment $1, creating it with $PYTHON (default python3) when it is missing.
 # Called by `make install` and the targets that need an environment.
 #

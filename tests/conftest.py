@@ -14,13 +14,15 @@ TESTS_ROOT = Path(__file__).resolve().parent
 
 # The test folders by kind (README "Tests"): unit/ mirrors the packages module by module, api/
 # drives the app in-process with fakes, contract/ pins the HTTP contract, models/ needs a real
-# exported model, real data or real training, e2e/ starts a real uvicorn process. The fast lane
-# (`make check`) is everything not marked slow, e2e or gpu; these folders mark themselves.
-_FOLDER_MARKS = {"models": "slow", "e2e": "e2e"}
+# exported model, real data or real training, e2e/ starts a real uvicorn process, deploy/ builds
+# and runs what deploy/ ships (images, Prometheus, manifests). The fast lane (`make check`) is
+# everything not marked slow, e2e or gpu; these folders mark themselves.
+_FOLDER_MARKS = {"models": "slow", "e2e": "e2e", "deploy": "e2e"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test under ``tests/models`` slow and every test under ``tests/e2e`` e2e."""
+    """Mark every test under ``tests/models`` slow and every test under ``tests/e2e`` and
+    ``tests/deploy`` e2e."""
     for item in items:
         relative = Path(str(item.path)).resolve().relative_to(TESTS_ROOT)
         mark = _FOLDER_MARKS.get(relative.parts[0])

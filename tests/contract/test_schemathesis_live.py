@@ -11,7 +11,6 @@ the document's image format; ``schemathesis.toml`` gives it the key schemes.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,14 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from index_builder.__main__ import main as index_main
-from scenes.generate import GenerationConfig, generate_scenes
 from tests.conftest import REPO_ROOT
-from tests.e2e.conftest import LiveService, start_service, stop_service
+from tests.e2e.conftest import LiveService, build_scenes_roots, start_service, stop_service
 
 pytestmark = [pytest.mark.e2e]
 
-MODEL = REPO_ROOT / "models" / "scenes-dual-encoder"
 CONTRACT_DIR = Path(__file__).resolve().parent
 READ_KEY = "contract-read-key-0123456789"
 ADMIN_KEY = "contract-admin-key-0123456789"
@@ -39,25 +35,7 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     """(variants root, bundles root, work folder): the committed model and a bundle of 12
     generated scenes (captions and pixels)."""
     root = tmp_path_factory.mktemp("contract")
-    corpus = root / "scenes"
-    generate_scenes(
-        GenerationConfig(
-            out=corpus,
-            seed=3,
-            sizes={"train": 0, "val": 12, "test": 0},
-            workers=1,
-            judgment_splits=("val",),
-            progress=False,
-        )
-    )
-    variants_root, bundles_root = root / "variants", root / "bundles"
-    variants_root.mkdir()
-    variant_dir = variants_root / MODEL.name
-    shutil.copytree(MODEL, variant_dir)
-    build = ["build", "--variant", str(variant_dir), "--name", "scenes"]
-    build += ["--captions", str(corpus / "coco-karpathy-captions" / "captions_val.csv")]
-    build += ["--images-dir", str(corpus / "images" / "val"), "--bundles-root", str(bundles_root)]
-    assert index_main([*build, "--providers", "cpu", "--no-progress"]) == 0
+    variants_root, bundles_root = build_scenes_roots(root)
     return variants_root, bundles_root, root
 
 

@@ -18,9 +18,13 @@ import pytest
 
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import CaptionRecord, read_captions
+from index_builder.__main__ import main as index_main
 from index_builder.build import build_captions_bundle
+from scenes.generate import GenerationConfig, generate_scenes
+from tests.conftest import REPO_ROOT
 
 E2E_CAPTIONS = 2_000
+SCENES_MODEL = REPO_ROOT / "models" / "scenes-dual-encoder"
 READY_TIMEOUT_S = 120.0
 SHUTDOWN_TIMEOUT_S = 30.0
 
@@ -65,6 +69,31 @@ def served_roots(
     build_captions_bundle(
         encoder, real_captions, bundles_root=bundles_root, name="coco-captions", progress=False
     )
+    return variants_root, bundles_root
+
+
+def build_scenes_roots(root: Path, scenes: int = 12) -> tuple[Path, Path]:
+    """(variants_root, bundles_root) under ``root``: the committed two-tower scenes model and a
+    bundle ``scenes`` of ``scenes`` generated scenes (captions and pixels) it embedded."""
+    corpus = root / "scenes-corpus"
+    generate_scenes(
+        GenerationConfig(
+            out=corpus,
+            seed=3,
+            sizes={"train": 0, "val": scenes, "test": 0},
+            workers=1,
+            judgment_splits=("val",),
+            progress=False,
+        )
+    )
+    variants_root, bundles_root = root / "variants", root / "bundles"
+    variants_root.mkdir()
+    variant_dir = variants_root / SCENES_MODEL.name
+    shutil.copytree(SCENES_MODEL, variant_dir)
+    build = ["build", "--variant", str(variant_dir), "--name", "scenes"]
+    build += ["--captions", str(corpus / "coco-karpathy-captions" / "captions_val.csv")]
+    build += ["--images-dir", str(corpus / "images" / "val"), "--bundles-root", str(bundles_root)]
+    assert index_main([*build, "--providers", "cpu", "--no-progress"]) == 0
     return variants_root, bundles_root
 
 

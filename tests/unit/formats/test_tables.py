@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -151,4 +152,17 @@ def test_a_file_that_is_not_parquet_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "t.parquet"
     path.write_text("id,text\n", encoding="utf-8")
     with pytest.raises(FormatError, match="not a Parquet file"), open_table(path):
+        pass
+
+
+def test_parquet_without_pyarrow_is_refused_with_the_extra_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The container images leave pyarrow out (the `parquet` extra): a Parquet table there is a
+    # clear refusal, not an ImportError traceback.
+    path = tmp_path / "t.parquet"
+    write_parquet(path, {"id": ["a"], "text": ["one"]})
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(FormatError, match=r"crisscross\[parquet\]"), open_table(path):
         pass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -235,3 +236,11 @@ def test_bad_collections_are_refused_before_writing(
     with pytest.raises(BundleError, match=message):
         write_bundle(tmp_path, "demo", [collection], variant_name="x", variant_fingerprint="0")
     assert list((tmp_path / "demo").iterdir()) == []
+
+
+def test_a_published_version_is_readable_by_other_users(tmp_path: Path) -> None:
+    # The service may run as another user than the builder (the container image's, over a
+    # shared volume): the version folder is not left private as its staging folder was made.
+    version_dir = write(tmp_path, "v1")
+    assert stat.S_IMODE(version_dir.stat().st_mode) == 0o755
+    assert all(path.stat().st_mode & stat.S_IROTH for path in version_dir.iterdir())
