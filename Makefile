@@ -38,8 +38,8 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
 .PHONY: help install variant bundle scenes scenes-bundles demo demo-steps demo-model serve bench \
-	compare cider test check contract lint format clean deploy-tools image image-demo image-cuda \
-	compose-up compose-down k8s-render deploy-check
+	compare cider test check contract lint format clean test-tools image image-demo image-cuda \
+	compose-up compose-down k8s-render deploy-check screenshots
 
 help: ## list the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -200,14 +200,14 @@ IMAGE_BASE ?= local
 ENGINE ?= docker
 COMPOSE ?= docker compose
 OVERLAY ?= cpu
-DEPLOY_PACKAGES := podman runc debootstrap prometheus
+TEST_PACKAGES := podman runc debootstrap prometheus chromium
 
-deploy-tools: ## apt-install what the deploy tests run (podman, runc, debootstrap, Prometheus); root
-	@missing=$$(for p in $(DEPLOY_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+test-tools: ## apt-install the programs tests run (podman, runc, debootstrap, Prometheus, Chromium); root
+	@missing=$$(for p in $(TEST_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi; \
 	command -v kubectl >/dev/null || { echo "kubectl (1.27+, for kustomize 5) is missing" >&2; exit 1; }
-	@echo "deploy tools: $$(podman --version), $$(prometheus --version 2>&1 | head -1), kubectl $$(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1)"
+	@echo "test tools: $$(podman --version), $$(chromium --version 2>/dev/null), $$(prometheus --version 2>&1 | head -1), kubectl $$(kubectl version --client -o json | sed -n 's/.*"gitVersion": "\(.*\)".*/\1/p' | head -1)"
 
 image: ## build the CPU image $(IMAGE_REPO):$(VERSION)-cpu with podman (IMAGE_BASE=local|<image>)
 	deploy/scripts/build-image.sh cpu $(IMAGE_REPO):$(VERSION)-cpu $(IMAGE_BASE)
@@ -227,6 +227,9 @@ compose-down: ## stop what compose-up started
 
 k8s-render: ## render the Kubernetes manifests of OVERLAY=cpu|gpu (kubectl kustomize)
 	kubectl kustomize deploy/kubernetes/overlays/$(OVERLAY)
+
+screenshots: install ## retake the README's screenshots of the search page (docs/screenshots)
+	CRISSCROSS_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_search_page.py -p no:cacheprovider
 
 deploy-check: install ## build and run the image, Prometheus on the live service, validate compose + manifests
 	$(PY) -m pytest -q tests/deploy -p no:cacheprovider $(PYTEST_ARGS)

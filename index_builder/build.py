@@ -104,6 +104,7 @@ def _images_collection(
         metadata=[image_metadata(image) for image in images],
         vectors=vectors,
         factory=factory,
+        image_paths=paths,
     )
     return collection, seconds
 

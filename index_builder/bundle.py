@@ -51,6 +51,12 @@ from index_builder.columns import (
 )
 from index_builder.faiss_index import build_index
 from index_builder.id_table import DuplicateIdError, IdTable
+from index_builder.thumbnails import (
+    Thumbnails,
+    ThumbnailsError,
+    load_thumbnails,
+    write_thumbnails,
+)
 
 SCHEMA_VERSION = 2
 READABLE_SCHEMA_VERSIONS = frozenset({1, 2})
@@ -79,6 +85,9 @@ class CollectionManifest(BaseModel):
     fields: dict[str, FieldType] = {}
     """Metadata fields filters can use, with their types."""
     columns_file: str | None = None
+    thumbnails_file: str | None = None
+    """The rows' thumbnails (JPEGs back to back) and their offsets; None without images."""
+    thumbnail_offsets_file: str | None = None
 
 
 class BundleManifest(BaseModel):
@@ -114,6 +123,9 @@ class CollectionInput:
     vectors: np.ndarray
     factory: str = "Flat"
     fields: Mapping[str, FieldType] | None = None
+    image_paths: Sequence[Path] | None = None
+    """The image file of each row, for a collection of images: the bundle then keeps a small
+    thumbnail of each (:mod:`index_builder.thumbnails`)."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,8 @@ class LoadedCollection:
     search_params: dict[str, float | int | str] = field(default_factory=dict)
     columns: dict[str, Column] = field(default_factory=dict)
     """The typed metadata columns filters read, by field name."""
+    thumbnails: Thumbnails | None = None
+    """Each row's thumbnail, for a collection of images built with them."""
 
     @property
     def fields(self) -> dict[str, FieldType]:
@@ -239,6 +253,13 @@ def _write_collection(folder: Path, collection: CollectionInput) -> CollectionMa
         raise BundleError(f"{collection.name}: {exc}") from exc
     columns_file = f"{collection.name}.columns.npz"
     save_columns(folder / columns_file, columns)
+    thumbnails_file = offsets_file = None
+    if collection.image_paths is not None:
+        if len(collection.image_paths) != vectors.shape[0]:
+            raise BundleError(f"{collection.name}: one image path per row is needed")
+        thumbnails_file, offsets_file = write_thumbnails(
+            folder, collection.name, collection.image_paths
+        )
     return CollectionManifest(
         count=vectors.shape[0],
         dim=vectors.shape[1],
@@ -250,6 +271,8 @@ def _write_collection(folder: Path, collection: CollectionInput) -> CollectionMa
         search_params={},
         fields=fields,
         columns_file=columns_file,
+        thumbnails_file=thumbnails_file,
+        thumbnail_offsets_file=offsets_file,
     )
 
 
@@ -432,7 +455,12 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
             columns = build_columns(metadata, infer_fields(metadata))
         else:
             columns = load_columns(version_dir / entry.columns_file, entry.fields, entry.count)
-    except ColumnError as exc:
+        thumbnails = None
+        if entry.thumbnails_file is not None and entry.thumbnail_offsets_file is not None:
+            thumbnails = load_thumbnails(
+                version_dir, entry.thumbnails_file, entry.thumbnail_offsets_file, entry.count
+            )
+    except (ColumnError, ThumbnailsError) as exc:
         raise BundleError(f"{version_dir}: {name}: {exc}") from exc
     return LoadedCollection(
         name=name,
@@ -445,6 +473,7 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
         metric=entry.metric,
         search_params=dict(entry.search_params),
         columns=columns,
+        thumbnails=thumbnails,
     )
 
 

@@ -224,7 +224,7 @@ def ingest(
         _refuse_if_empty(image_items, bad, read_items.read)
         assert image_encoder is not None
         mark = time.perf_counter()
-        ids, metadata, vectors = _embed_image_items(
+        ids, metadata, vectors, image_paths = _embed_image_items(
             image_encoder, image_items, bad, read_items.read, options
         )
     else:
@@ -242,6 +242,7 @@ def ingest(
         )
         ids = [item.item_id for item in text_items]
         metadata = [item.metadata for item in text_items]
+        image_paths = None
     timings["embed"] = time.perf_counter() - mark
     timings["total"] = time.perf_counter() - started
 
@@ -275,6 +276,7 @@ def ingest(
         vectors=vectors,
         factory=options.factory,
         fields=read_items.schema.types,
+        image_paths=image_paths,
     )
     version_dir = write_bundle(
         bundles_root,
@@ -305,7 +307,7 @@ def _embed_image_items(
     bad: list[BadItem],
     read: int,
     options: IngestOptions,
-) -> tuple[list[str], list[Mapping[str, object]], np.ndarray]:
+) -> tuple[list[str], list[Mapping[str, object]], np.ndarray, list[Path]]:
     refuse = options.on_error is OnError.REFUSE
     embedding = embed_images(
         encoder,
@@ -334,4 +336,9 @@ def _embed_image_items(
         )
     kept = [items[position] for position in embedding.embedded]
     _refuse_if_empty(kept, bad, read)
-    return [item.item_id for item in kept], [item.metadata for item in kept], embedding.vectors
+    return (
+        [item.item_id for item in kept],
+        [item.metadata for item in kept],
+        embedding.vectors,
+        [item.file for item in kept],
+    )

@@ -31,7 +31,7 @@ from service.openapi import configured_document
 from service.process_layout import ProcessLayout
 from service.reload_broadcast import ReloadBroadcast
 from service.reloading import catch_up, follow_reloads
-from service.routes import admin, catalog, embed, health, score, search
+from service.routes import admin, catalog, embed, health, page, score, search
 from service.settings import BULK_ROUTE, UPLOAD_ROUTE, Settings
 from service.state import STATE_ATTRIBUTE, ServiceState, publish_catalog
 
@@ -222,6 +222,7 @@ def create_app(
         catalog.router,
         admin.router,
         health.router,
+        page.router,
     ):
         app.include_router(router)
     _document_as_configured(app, state, keys)

@@ -34,10 +34,21 @@ from service.request_context import request_id_of
 
 Role = Literal["read", "admin"]
 
+# The search page and its assets (service.routes.page): the page asks for a key itself.
+PAGE_ASSETS_PREFIX = "/ui/"
 OPEN_PATHS = frozenset(
-    {"/healthz", "/readyz", "/metrics", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json"}
+    {
+        "/",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/docs",
+        "/docs/oauth2-redirect",
+        "/redoc",
+        "/openapi.json",
+    }
 )
-"""Paths anyone may call: probes, Prometheus, and the API's own documentation."""
+"""Paths anyone may call: the search page, probes, Prometheus, and the API's documentation."""
 ADMIN_PREFIX = "/v1/admin/"
 API_KEY_HEADER = "x-api-key"
 BEARER_SCHEME = "bearer"
@@ -96,7 +107,7 @@ def foreign_authorization(headers: Headers) -> bool:
 def required_role(path: str) -> Role | None:
     """The role a path needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
     ``read`` for every other path (unknown ones included)."""
-    if path in OPEN_PATHS:
+    if path in OPEN_PATHS or path.startswith(PAGE_ASSETS_PREFIX):
         return None
     if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
         return "admin"

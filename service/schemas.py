@@ -709,6 +709,11 @@ class CollectionInfo(BaseModel):
         description="Metadata fields a filter may name, with their types: string, integer, "
         "float, boolean, timestamp or list[string]."
     )
+    thumbnails: bool = Field(
+        default=False,
+        description="Whether its items have thumbnails (GET /v1/thumbnails/{collection}/{id}): "
+        "a collection built from image files.",
+    )
 
 
 class CollectionsResponse(BaseModel):

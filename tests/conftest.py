@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ TESTS_ROOT = Path(__file__).resolve().parent
 # exported model, real data or real training, e2e/ starts a real uvicorn process, deploy/ builds
 # and runs what deploy/ ships (images, Prometheus, manifests). The fast lane (`make check`) is
 # everything not marked slow, e2e or gpu; these folders mark themselves.
+# Tests that run system programs (podman, Prometheus, kubectl, Chromium: `make test-tools`) skip
+# when one is missing, except where this variable is 1 (CI sets it): there they fail.
+REQUIRE_TOOLS_VARIABLE = "CRISSCROSS_REQUIRE_TEST_TOOLS"
 _FOLDER_MARKS = {"models": "slow", "e2e": "e2e", "deploy": "e2e"}
 
 
@@ -101,3 +105,16 @@ def tiny(tmp_path: Path) -> TinyDataset:
     """A small Karpathy/CxC-format dataset (12 images × 5 captions, STS ratings) on disk, for
     the evaluation and benchmark tests."""
     return write_tiny_dataset(tmp_path / "data", split="val")
+
+
+def require_tools(*names: str) -> dict[str, str]:
+    """The path of each named executable; skips (or, with ``CRISSCROSS_REQUIRE_TEST_TOOLS=1``,
+    fails) the test when one is missing."""
+    found = {name: shutil.which(name) for name in names}
+    missing = sorted(name for name, path in found.items() if path is None)
+    if missing:
+        message = f"missing {', '.join(missing)}: install them with `make test-tools`"
+        if os.environ.get(REQUIRE_TOOLS_VARIABLE) == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return {name: path for name, path in found.items() if path is not None}

@@ -1,11 +1,13 @@
-"""What is served: ``GET /v1/items/{collection}/{id}``, ``/v1/variants``, ``/v1/collections``."""
+"""What is served: ``GET /v1/items/{collection}/{id}``, ``/v1/thumbnails/{collection}/{id}``,
+``/v1/variants``, ``/v1/collections``."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Header, Query, Response
 
+from service.exceptions import NotFoundError, quoted
 from service.routes import AUTH_ERRORS, error_responses
 from service.schemas import (
     CollectionInfo,
@@ -39,6 +41,47 @@ async def item(
     return ItemResponse(
         collection=served.name, id=id, row=row, metadata=dict(served.collection.metadata[row])
     )
+
+
+# A version is immutable, so one (collection, version, row) thumbnail never changes; the URL
+# names no version, so caches revalidate (ETag) after a while rather than keep it forever.
+THUMBNAIL_CACHE_CONTROL = "private, max-age=3600"
+
+
+@router.get(
+    "/v1/thumbnails/{collection}/{id:path}",
+    response_class=Response,
+    responses={
+        200: {"content": {"image/jpeg": {}}, "description": "The item's thumbnail (JPEG)."},
+        304: {"description": "Not modified (If-None-Match matched the ETag)."},
+        **error_responses(*AUTH_ERRORS, 404, 422, 503),
+    },
+    summary="Thumbnail of a stored image item",
+)
+async def thumbnail(
+    collection: str,
+    id: str,
+    catalog: CatalogDep,
+    variant: Annotated[str | None, Query(description="Variant; default if omitted.")] = None,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """A small JPEG of the item's image (at most 160 px a side), made when the bundle was built
+    from images; 404 for an item without one (a text item, or a bundle built before thumbnails).
+    ``ETag`` names the bundle version and row; ``Cache-Control`` lets a browser keep it an hour."""
+    _, served = Searcher.target(catalog, variant, collection, ItemSide(collection, id), "id")
+    row = catalog.row_of(served, id)
+    thumbnails = served.collection.thumbnails
+    data = None if thumbnails is None else thumbnails.of(row)
+    if data is None:
+        raise NotFoundError(
+            f"item {quoted(id)} of collection {quoted(served.qualified_name)} has no thumbnail "
+            "(a text item, an unreadable image, or a bundle built without thumbnails)"
+        )
+    etag = f'"{served.bundle_version}-{row}"'
+    headers = {"ETag": etag, "Cache-Control": THUMBNAIL_CACHE_CONTROL}
+    if if_none_match is not None and etag in {tag.strip() for tag in if_none_match.split(",")}:
+        return Response(status_code=304, headers=headers)
+    return Response(content=data, media_type="image/jpeg", headers=headers)
 
 
 @router.get(
@@ -104,6 +147,7 @@ async def collections(catalog: CatalogDep) -> CollectionsResponse:
                 metric=served.collection.metric,
                 index_device=served.index_device,
                 fields={name: str(kind) for name, kind in served.collection.fields.items()},
+                thumbnails=served.collection.thumbnails is not None,
             )
             for served in catalog.collections
         ]

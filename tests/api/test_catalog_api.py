@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import functools
+import io
 import os
 
 import pytest
 from fastapi.testclient import TestClient
+from PIL import Image
 
 import service.loading
 from service.app import create_app
 from service.index_placement import place_index
 from service.settings import Settings
-from tests.fakes.fake_bundles import CAPTIONS, CLIP_VARIANT, PIXELS_VARIANT, caption_id
+from tests.fakes.fake_bundles import CAPTIONS, CLIP_VARIANT, PIXELS_VARIANT, caption_id, image_id
 from tests.fakes.fake_encoders import (
     FAKE_DIM,
     FAKE_FINGERPRINT,
@@ -103,6 +105,7 @@ def test_collections(client: TestClient) -> None:
                     "sentid": "integer",
                     "text": "string",
                 },
+                "thumbnails": False,
             }
         ]
     }
@@ -129,3 +132,32 @@ def test_collections_route_reports_the_device(
         (entry,) = client.get("/v1/collections").json()["collections"]
     assert entry["index_device"] == "gpu"
     assert len(gpu.clones) == 1
+
+
+def test_an_image_item_has_a_cached_thumbnail(multimodal: Multimodal) -> None:
+    client = multimodal.client
+    listed = {c["qualified_name"]: c for c in client.get("/v1/collections").json()["collections"]}
+    assert listed["coco-clip:images"]["thumbnails"] is True
+    assert listed["coco-clip:captions"]["thumbnails"] is False
+    url = f"/v1/thumbnails/coco-clip:images/{image_id(1)}"
+    response = client.get(url)
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"] == "image/jpeg"
+    assert response.headers["cache-control"] == "private, max-age=3600"
+    with Image.open(io.BytesIO(response.content)) as thumbnail:
+        assert thumbnail.format == "JPEG"
+        _, _, blue = thumbnail.getpixel((5, 5))  # type: ignore[misc]
+        assert blue > 120  # IMAGE_COLOURS[1] is blue
+    etag = response.headers["etag"]
+    again = client.get(url, headers={"If-None-Match": etag})
+    assert again.status_code == 304
+    assert again.content == b""
+    assert client.get(url, headers={"If-None-Match": '"other"'}).status_code == 200
+
+
+def test_a_text_item_or_unknown_id_has_no_thumbnail(multimodal: Multimodal) -> None:
+    client = multimodal.client
+    text = client.get(f"/v1/thumbnails/coco-clip:captions/{caption_id(0)}")
+    assert text.status_code == 404
+    assert "has no thumbnail" in text.json()["error"]["message"]
+    assert client.get("/v1/thumbnails/coco-clip:images/nope").status_code == 404

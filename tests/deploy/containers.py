@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import REPO_ROOT
-from tests.deploy.conftest import DEPLOY_ROOT, require_tools
+from tests.conftest import REPO_ROOT, require_tools
+from tests.deploy.conftest import DEPLOY_ROOT
 
 PODMAN = DEPLOY_ROOT / "scripts" / "podman.sh"
 BUILD = DEPLOY_ROOT / "scripts" / "build-image.sh"

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.deploy.conftest import require_tools
+from tests.conftest import require_tools
 from tests.deploy.monitoring import (
     DASHBOARD,
     DASHBOARD_PROVIDERS,

@@ -34,7 +34,8 @@ import yaml
 
 from service.settings import FaissDevice, ProviderChoice, Settings
 from service.workers import STOP_MARGIN_S
-from tests.deploy.conftest import DEPLOY_ROOT, REQUIRE_TOOLS_VARIABLE, require_tools
+from tests.conftest import REQUIRE_TOOLS_VARIABLE, require_tools
+from tests.deploy.conftest import DEPLOY_ROOT
 
 KUBERNETES_ROOT = DEPLOY_ROOT / "kubernetes"
 OVERLAYS = ("cpu", "gpu")
@@ -82,7 +83,7 @@ def kustomize_version(kubectl: str) -> tuple[int, ...] | None:
 
 def require_kubectl() -> str:
     """kubectl with a kustomize new enough for these manifests; an older one counts as missing
-    (skipped here, failed where ``CRISSCROSS_REQUIRE_DEPLOY_TOOLS=1``)."""
+    (skipped here, failed where ``CRISSCROSS_REQUIRE_TEST_TOOLS=1``)."""
     kubectl = require_tools("kubectl")["kubectl"]
     version = kustomize_version(kubectl)
     if version is None or version < MIN_KUSTOMIZE:

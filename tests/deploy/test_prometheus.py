@@ -27,7 +27,7 @@ import httpx
 import pytest
 
 from index_builder.bundle import resolve_current
-from tests.deploy.conftest import require_tools
+from tests.conftest import require_tools
 from tests.deploy.monitoring import (
     ALERT_RULES,
     ALERT_TESTS,

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from PIL import Image
 
 from index_builder.bundle import CollectionInput, write_bundle
 from tests.fakes.fake_encoders import (
@@ -70,8 +71,23 @@ def image_id(row: int) -> str:
     return f"COCO_val2014_{42 + row:012d}.jpg"
 
 
-def images_input(colours: Sequence[str] = IMAGE_COLOURS, dim: int = FAKE_DIM) -> CollectionInput:
-    """An images collection embedded with the fake image encoder, metadata as the contract's."""
+def colour_files(folder: Path, colours: Sequence[str] = IMAGE_COLOURS) -> list[Path]:
+    """One small PNG per colour in ``folder`` (the image files the fake corpus was made from)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for row, colour in enumerate(colours):
+        path = folder / f"{row}-{colour}.png"
+        if not path.exists():
+            Image.new("RGB", (24, 16), colour).save(path)
+        paths.append(path)
+    return paths
+
+
+def images_input(
+    colours: Sequence[str] = IMAGE_COLOURS, dim: int = FAKE_DIM, files_dir: Path | None = None
+) -> CollectionInput:
+    """An images collection embedded with the fake image encoder, metadata as the contract's;
+    with ``files_dir``, made from PNG files written there (the bundle keeps their thumbnails)."""
     return CollectionInput(
         name="images",
         ids=[image_id(row) for row in range(len(colours))],
@@ -84,6 +100,7 @@ def images_input(colours: Sequence[str] = IMAGE_COLOURS, dim: int = FAKE_DIM) ->
             for row in range(len(colours))
         ],
         vectors=np.stack([embed_colour(COLOURS[colour], dim) for colour in colours]),
+        image_paths=None if files_dir is None else colour_files(files_dir, colours),
     )
 
 
@@ -103,7 +120,7 @@ def write_fake_bundle(
     folder."""
     collections = [captions_input(texts, dim)] if captions else []
     if images:
-        collections.append(images_input(dim=dim))
+        collections.append(images_input(dim=dim, files_dir=bundles_root.parent / "image-files"))
     return write_bundle(
         bundles_root,
         name,
