@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from benchmarks.report.markdown import cell, markdown_table
-from evaluation.metrics.pareto import primary_quality, quality_metrics
+from evaluation.metrics.correlation import DEFAULT_SAMPLES, DEFAULT_SEED
+from evaluation.metrics.pareto import primary_quality, quality_metrics, variant_quality
 
 PARETO_PLOT: Final = "compare_pareto.png"
 
@@ -26,6 +27,16 @@ def _ratio(value: object, baseline: object) -> str:
     if isinstance(value, int | float) and isinstance(baseline, int | float) and baseline:
         return f"×{float(value) / float(baseline):.2f}"
     return "–"
+
+
+def _quality_cell(measured: tuple[float, tuple[float, float] | None] | None) -> str:
+    """``21.9 [21.1, 22.7]``: a headline number and its interval (the number alone without)."""
+    if measured is None:
+        return "–"
+    value, interval = measured
+    if interval is None:
+        return _cell(value)
+    return f"{_cell(value)} [{_cell(interval[0])}, {_cell(interval[1])}]"
 
 
 def _providers_cell(entry: Mapping[str, Any]) -> str:
@@ -84,14 +95,25 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
     metrics = {
         str(entry.get("name")): quality_metrics(entry.get("tasks") or {}) for entry in variants
     }
+    samples = int(settings.get("bootstrap_samples") or DEFAULT_SAMPLES)
+    seed = int(settings.get("seed") or DEFAULT_SEED)
+    measured = {str(entry.get("name")): variant_quality(entry, samples, seed) for entry in variants}
     names = list(dict.fromkeys(name for values in metrics.values() for name in values))
     if names:
-        lines += ["", "## Quality (×100; R@K share of queries, ρ Spearman mean)", ""]
+        lines += [
+            "",
+            "## Quality (×100; R@K share of queries, ρ Spearman mean; [95 % interval])",
+            "",
+            "Intervals: percentile bootstrap over queries for R@K and BISON accuracy "
+            f"({samples} samples, seed {seed}), mean ± 1.96 sd of the CxC bootstrap for ρ. "
+            "Differences inside overlapping intervals are not evidence of a gap.",
+            "",
+        ]
         lines += markdown_table(
             ["variant", *names],
             [
-                [f"`{variant}`", *(_cell(values.get(name)) for name in names)]
-                for variant, values in metrics.items()
+                [f"`{variant}`", *(_quality_cell(measured[variant].get(name)) for name in names)]
+                for variant in metrics
             ],
         )
     levels = list(

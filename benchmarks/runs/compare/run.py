@@ -13,7 +13,8 @@ really in use (per tower), dimension and served bundle versions go into the repo
    texts for every variant, the variants interleaved chunk by chunk
    (:mod:`benchmarks.runs.compare.latency`).
 
-The report (:class:`CompareReport`) holds one entry per variant (facts, tasks, latency), the
+The report (:class:`CompareReport`) holds one entry per variant (facts, tasks, headline
+quality numbers with their 95 % intervals, latency), the
 schedule and the Pareto-optimal variants per quality and cost metric
 (:mod:`evaluation.metrics.pareto`); its Markdown and plot are :mod:`benchmarks.report`'s.
 """
@@ -37,7 +38,13 @@ from benchmarks.runs.environment import environment_info
 from benchmarks.runs.phases import Phase, run_phases
 from benchmarks.runs.quality.run import run_quality
 from benchmarks.runs.service_facts import loaded_variants
-from evaluation.metrics.pareto import pareto_sets
+from evaluation.metrics.bootstrap import DEFAULT_LEVEL
+from evaluation.metrics.pareto import (
+    INTERVAL_METHODS,
+    pareto_sets,
+    quality_intervals,
+    quality_metrics,
+)
 from formats.karpathy import read_captions
 from formats.layout import captions_path
 
@@ -58,7 +65,13 @@ VARIANT_FACTS: Final = (
 class CompareReport(TypedDict):
     """``compare.json`` (schema version 1): one entry per variant under ``variants`` (``name``,
     the :data:`VARIANT_FACTS`, ``bundle``, ``bundle_version``, ``bundle_versions_seen``,
-    ``collections``, ``tasks``, ``skipped``, ``checks``, ``latency.c<N>``)."""
+    ``collections``, ``tasks``, ``quality``, ``skipped``, ``checks``, ``latency.c<N>``).
+
+    ``variants[].quality``: each headline number of ``tasks``
+    (:func:`~evaluation.metrics.pareto.quality_metrics`, ×100) → ``{"value", "ci95": [low,
+    high]}`` (``ci95`` absent when the entry lacks the counts);
+    ``quality_intervals``: how they were computed (``level``, ``samples``, ``seed``,
+    ``methods``: metric kind → method, :data:`~evaluation.metrics.pareto.INTERVAL_METHODS`)."""
 
     schema_version: int
     kind: str
@@ -71,6 +84,7 @@ class CompareReport(TypedDict):
     variants: list[dict[str, Any]]
     latency_schedule: dict[str, Any]
     pareto: dict[str, list[str]]
+    quality_intervals: dict[str, object]
     settings: dict[str, object]
     durations_s: dict[str, float]
     environment: dict[str, object]
@@ -112,6 +126,17 @@ class CompareContext:
     durations_s: dict[str, float] = field(default_factory=dict)
 
 
+def quality_block(tasks: Mapping[str, Any], config: CompareConfig) -> dict[str, Any]:
+    """A variant's ``quality``: each headline number (×100) with its 95 % interval."""
+    intervals = quality_intervals(tasks, config.bootstrap_samples, config.seed, DEFAULT_LEVEL)
+    block: dict[str, Any] = {}
+    for name, value in quality_metrics(tasks).items():
+        block[name] = {"value": value}
+        if name in intervals:
+            block[name]["ci95"] = list(intervals[name])
+    return block
+
+
 def _pool(config: CompareConfig) -> int:
     """Connections the client keeps: the most requests ever in flight."""
     return max(config.replay_concurrency, *config.concurrency_levels)
@@ -148,6 +173,7 @@ async def quality_phase(context: CompareContext) -> None:
             "bundle_versions_seen": report.get("bundle_versions_seen"),
             "collections": report.get("collections"),
             "tasks": report.get("tasks"),
+            "quality": quality_block(report.get("tasks") or {}, config),
             "skipped": dict(report.get("skipped") or {}),
             "checks": report.get("checks"),
             "latency": {},
@@ -240,6 +266,12 @@ async def run_compare(
         "variants": variants_out,
         "latency_schedule": latency_schedule(config, context.orders),
         "pareto": pareto_sets(variants_out),
+        "quality_intervals": {
+            "level": DEFAULT_LEVEL,
+            "samples": config.bootstrap_samples,
+            "seed": config.seed,
+            "methods": dict(INTERVAL_METHODS),
+        },
         "settings": config.settings(),
         "durations_s": {name: round(value, 3) for name, value in context.durations_s.items()},
         "environment": environment_info(),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from benchmarks.report.compare_markdown import PARETO_PLOT, render_compare_markdown
 
 
@@ -42,3 +44,28 @@ def test_tables_of_a_comparison() -> None:
     assert "| t2t R@1 vs p50_ms | `fp32`, `int8` |" in markdown
     assert "| int8 | sis | no SIS file |" in markdown
     assert f"]({PARETO_PLOT})" in markdown
+
+
+def test_quality_cells_show_the_recorded_interval_else_one_computed_from_the_counts() -> None:
+    recorded = _variant(
+        "fp32",
+        0.219,
+        10.0,
+        100.0,
+        quality={"t2t R@1": {"value": 21.9, "ci95": [21.1, 22.7]}, "t2t R@5": {"value": 50.0}},
+    )
+    counted = _variant("int8", 0.217, 5.0, 200.0)
+    counted["tasks"]["t2t"]["queries"] = 1000
+    report = {
+        "baseline": "fp32",
+        "variants": [recorded, counted],
+        "settings": {"tasks": ["t2t"], "bootstrap_samples": 200, "seed": 0},
+    }
+    markdown = render_compare_markdown(report)
+    assert "| `fp32` | 21.9 [21.1, 22.7] | 50.0 | 60.0 |" in markdown
+    assert "95 % interval" in markdown
+    # No quality block (an older report): the interval comes from R@K × queries.
+    int8_row = next(line for line in markdown.splitlines() if line.startswith("| `int8` | 21.7 ["))
+    low, high = (float(part) for part in int8_row.split("[")[1].split("]")[0].split(", "))
+    assert low < 21.7 < high
+    assert high - low == pytest.approx(5.1, abs=0.6)  # ±1.96 · sqrt(.217 · .783 / 1000)

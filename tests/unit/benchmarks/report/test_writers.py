@@ -74,7 +74,7 @@ def test_outputs_hold_the_tables_and_the_plot(tiny: TinyDataset, tmp_path: Path)
     markdown = written["markdown"].read_text(encoding="utf-8")
     full_r1 = quality_metrics(run.report["variants"][0]["tasks"])["t2t R@1"]
     assert "| `full` | fp32 | 8 | CPU | tiny-full@v-full |" in markdown
-    assert f"| `full` | {full_r1:.1f} |" in markdown
+    assert f"| `full` | {full_r1:.1f} [" in markdown  # the value, then its 95 % interval
     short_p50 = run.report["variants"][1]["latency"]["c1"]["p50_ms"]
     assert f"| `short` | {short_p50:.1f} |" in markdown
     assert "## Against the baseline `full`" in markdown

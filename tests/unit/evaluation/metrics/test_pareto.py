@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from evaluation.metrics.pareto import pareto_front, pareto_sets, primary_quality, quality_metrics
+from evaluation.metrics.pareto import (
+    pareto_front,
+    pareto_sets,
+    primary_quality,
+    quality_intervals,
+    quality_metrics,
+    variant_quality,
+)
 
 
 @pytest.mark.parametrize(
@@ -61,3 +68,39 @@ def test_pareto_sets_for_every_shared_headline_metric_cost_and_level() -> None:
         "t2t R@1 vs p99_ms @c1": ["good"],
         "t2t R@1 vs qps @c1": ["fast", "good"],
     }
+
+
+def test_quality_intervals_from_the_entries_counts() -> None:
+    tasks = {
+        "t2t": {"R@1": 0.25, "R@5": 0.5, "R@10": 1.0, "queries": 400},
+        "sts": {"spearman_mean": 71.4, "spearman_std": 0.5},
+        "bison": {"accuracy": 0.875, "rows": 200, "ties": 10},
+        "no_counts": {"R@1": 0.3},
+    }
+    intervals = quality_intervals(tasks, n_samples=500, seed=0)
+    assert set(intervals) == {"t2t R@1", "t2t R@5", "t2t R@10", "sts ρ", "bison acc"}
+    values = quality_metrics(tasks)
+    for name, (low, high) in intervals.items():
+        assert low <= values[name] <= high
+    # 400 queries at 25 %: about ±1.96 · sqrt(.25 · .75 / 400) = ±4.2 points.
+    low, high = intervals["t2t R@1"]
+    assert high - low == pytest.approx(8.5, abs=1.0)
+    assert intervals["t2t R@10"] == (100.0, 100.0)  # every query hit: no spread
+    assert intervals["sts ρ"] == pytest.approx((71.4 - 0.98, 71.4 + 0.98), abs=1e-3)
+    # The same numbers for the same seed; the samples and seed are the caller's.
+    assert quality_intervals(tasks, n_samples=500, seed=0) == intervals
+    assert quality_intervals(tasks, n_samples=500, seed=1) != intervals
+
+
+def test_variant_quality_reads_the_recorded_intervals_else_computes_them() -> None:
+    tasks = {"t2t": {"R@1": 0.25, "R@5": 0.5, "R@10": 0.75, "queries": 400}}
+    recorded = {"t2t R@1": {"value": 25.0, "ci95": [20.0, 30.0]}, "t2t R@5": {"value": 50.0}}
+    assert variant_quality({"tasks": tasks, "quality": recorded}) == {
+        "t2t R@1": (25.0, (20.0, 30.0)),
+        "t2t R@5": (50.0, None),
+        "t2t R@10": (75.0, None),
+    }
+    computed = variant_quality({"tasks": tasks}, n_samples=300, seed=2)
+    intervals = quality_intervals(tasks, n_samples=300, seed=2)
+    assert computed == {name: (value, intervals[name]) for name, (value, _) in computed.items()}
+    assert all(interval is not None for _, interval in computed.values())

@@ -136,6 +136,17 @@ def test_one_round_runs_the_variants_back_to_back(tiny: TinyDataset) -> None:
     sent = [name for name, _ in latency_searches(service)]
     assert sent == ["full"] * 14 + ["short"] * 14
     assert set(report["variants"][0]["tasks"]) == {"t2t"}
+    # Each headline number sits next to its 95 % interval, computed with the run's seed.
+    assert report["quality_intervals"]["level"] == 0.95
+    assert report["quality_intervals"]["samples"] == SAMPLES
+    assert set(report["quality_intervals"]["methods"]) == {"R@K", "bison acc", "ρ"}
+    for entry in report["variants"]:
+        values = quality_metrics(entry["tasks"])
+        assert set(entry["quality"]) == set(values)
+        for name, item in entry["quality"].items():
+            assert item["value"] == values[name]
+            low, high = item["ci95"]
+            assert low <= item["value"] <= high
 
 
 def test_an_unloaded_variant_is_refused_before_any_search(tiny: TinyDataset) -> None:
