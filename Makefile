@@ -228,8 +228,9 @@ compose-down: ## stop what compose-up started
 k8s-render: ## render the Kubernetes manifests of OVERLAY=cpu|gpu (kubectl kustomize)
 	kubectl kustomize deploy/kubernetes/overlays/$(OVERLAY)
 
-screenshots: install ## retake the README's screenshots of the search page (docs/screenshots)
-	CRISSCROSS_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_search_page.py -p no:cacheprovider
+screenshots: install ## retake the README's screenshots of the search page and the report
+	CRISSCROSS_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_search_page.py \
+		tests/e2e/test_report_page.py -p no:cacheprovider
 
 deploy-check: install ## build and run the image, Prometheus on the live service, validate compose + manifests
 	$(PY) -m pytest -q tests/deploy -p no:cacheprovider $(PYTEST_ARGS)

@@ -105,6 +105,7 @@ class RetrievalReplay:
         top_ids: query id → its first ``keep_top`` result ids in the service's order (empty
             unless ``keep_top`` was asked for): what R (eq. 1), NCS, SR and the false-negative
             view read.
+        top_scores: query id → the scores of those ``top_ids`` (same order and length).
     """
 
     first_ranks: dict[str, list[int | None]]
@@ -112,6 +113,7 @@ class RetrievalReplay:
     exclude_violations: int = 0
     order_violations: int = 0
     top_ids: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    top_scores: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
 BULK_BODY_BYTES = 16 * 2**20
@@ -145,8 +147,9 @@ def cut_requests(costs: Sequence[tuple[int, ...]], budgets: tuple[int, ...]) -> 
     return requests
 
 
-Ranked = tuple[dict[str, int | None], tuple[str, ...]]
-"""One query's first-positive rank per task, and its first ``keep_top`` result ids."""
+Ranked = tuple[dict[str, int | None], tuple[str, ...], tuple[float, ...]]
+"""One query's first-positive rank per task, its first ``keep_top`` result ids and their
+scores."""
 
 
 async def replay_retrieval(
@@ -249,7 +252,11 @@ async def replay_retrieval(
             if any(later > earlier for earlier, later in pairwise(answer.scores)):
                 counters["order"] += 1
             ids = answer.ids[:depth]
-            ranked[query] = first_ranks_of(tasks, query, ids), tuple(ids[:keep_top])
+            ranked[query] = (
+                first_ranks_of(tasks, query, ids),
+                tuple(ids[:keep_top]),
+                tuple(float(score) for score in answer.scores[: min(keep_top, len(ids))]),
+            )
         return ranked
 
     first_depth = min(max(probe_k, keep_top), k)
@@ -260,8 +267,8 @@ async def replay_retrieval(
             missed = [query for query in bulk if None in ranked[query][0].values()]
             counters["deepened"] += len(missed)
             for deeper in bulks(missed, k):
-                for query, (ranks, _) in (await ask_at(deeper, k)).items():
-                    ranked[query] = ranks, ranked[query][1]
+                for query, (ranks, _, _) in (await ask_at(deeper, k)).items():
+                    ranked[query] = ranks, ranked[query][1], ranked[query][2]
         return [ranked[query] for query in bulk]
 
     names = ", ".join(task.name for task in tasks)
@@ -270,7 +277,7 @@ async def replay_retrieval(
             bulks(queries, first_depth), ask, concurrency, lambda bulk: bar.update(len(bulk))
         )
     ranked = [entry for bulk in answers for entry in bulk]
-    rank_of = {query: ranks for query, (ranks, _) in zip(queries, ranked, strict=True)}
+    rank_of = {query: ranks for query, (ranks, _, _) in zip(queries, ranked, strict=True)}
     logger.info(
         "%s: %d queries, %d asked again at k=%d", names, len(queries), counters["deepened"], k
     )
@@ -286,7 +293,12 @@ async def replay_retrieval(
         exclude_violations=counters["exclude"],
         order_violations=counters["order"],
         top_ids=(
-            {query: top for query, (_, top) in zip(queries, ranked, strict=True)}
+            {query: top for query, (_, top, _) in zip(queries, ranked, strict=True)}
+            if keep_top
+            else {}
+        ),
+        top_scores=(
+            {query: scores for query, (_, _, scores) in zip(queries, ranked, strict=True)}
             if keep_top
             else {}
         ),

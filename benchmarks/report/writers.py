@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from benchmarks.report.compare_markdown import PARETO_PLOT, render_compare_markdown
+from benchmarks.report.html_report import QUERIES_JSON, write_quality_html
 from benchmarks.report.json_file import write_json
 from benchmarks.report.latency_plots import plot_latency, plot_load
 from benchmarks.report.load_markdown import LOAD_LATENCY_PLOT, LOAD_PLOT, render_load_markdown
@@ -31,11 +32,14 @@ from benchmarks.runs.quality.run import QualityRun
 
 
 def write_quality_outputs(run: QualityRun, out_dir: Path) -> dict[str, Path]:
-    """Write ``report.json``, ``report.md`` and the PNG plots of a quality run into ``out_dir``.
+    """Write ``report.json``, ``report.md``, the PNG plots of a quality run, the per-query
+    sample ``queries.json`` (when the run kept one) and the self-contained ``report.html``
+    (:mod:`benchmarks.report.html_report`) into ``out_dir``.
 
     Returns:
         Output kind (``json``, ``markdown``, ``recall_plot``, ``original_plot``,
-        ``graded_plot``, ``false_negatives_plot``, ``latency_plot``) → file written.
+        ``graded_plot``, ``false_negatives_plot``, ``latency_plot``, ``queries``, ``html``) →
+        file written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     report = run.report
@@ -70,8 +74,12 @@ def write_quality_outputs(run: QualityRun, out_dir: Path) -> dict[str, Path]:
             run.latencies_ms, out_dir / LATENCY_PLOT, f"Latency — {title}"
         )
     markdown = out_dir / "report.md"
-    markdown.write_text(render_quality_markdown(report), encoding="utf-8")
+    text = render_quality_markdown(report)
+    markdown.write_text(text, encoding="utf-8")
     written["markdown"] = markdown
+    if run.queries is not None:
+        written["queries"] = write_json(run.queries, out_dir / QUERIES_JSON)
+    written["html"] = write_quality_html(report, text, run.queries, out_dir)
     return written
 
 

@@ -30,6 +30,8 @@ BULK_SIZE = 256
 """Default searches per bulk request, the service's default ``max_bulk_searches``: 3,000 MiniLM
 t2t queries on 2 cores took a median 15.0 s at 256, 16.2 s at 128, 18.3 s at 64 (2 in flight;
 3 in flight: the same)."""
+HTML_QUERIES = 2000
+"""The command line's bound on the HTML report's per-query sample (≤ 500 per query stream)."""
 CiderMode = Literal["auto", "off"]
 CIDER_MODES: tuple[CiderMode, ...] = ("auto", "off")
 
@@ -85,6 +87,9 @@ class QualityRunConfig:
             else ``artifacts/cache/cider``, when ``None``).
         recall_eq1: keep each query's top result ids and add R (eq. 1), ``R_eq1@K``, to every
             retrieval task (always on the command line).
+        html_queries: most queries in the HTML report's per-query sample (``report.html``,
+            :mod:`~benchmarks.runs.quality.query_records`); 0: no sample. The command line's
+            default is :data:`HTML_QUERIES`.
     """
 
     url: str = field(metadata=url_option())
@@ -259,6 +264,7 @@ class QualityRunConfig:
         ),
     )
     recall_eq1: bool = field(default=False, metadata=option(None, cli_default=True))
+    html_queries: int = field(default=0, metadata=option(None, cli_default=HTML_QUERIES))
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.tasks) - set(ALL_TASKS))
@@ -276,6 +282,8 @@ class QualityRunConfig:
             raise ValueError(f"caption_queries must be one of {list(CAPTION_QUERY_MODES)}")
         if self.max_uploads_per_request < 2 or self.max_upload_bytes < 1:
             raise ValueError("need max_uploads_per_request ≥ 2 and max_upload_bytes ≥ 1")
+        if self.html_queries < 0:
+            raise ValueError("html_queries must be at least 0")
         if self.cider not in CIDER_MODES:
             raise ValueError(f"cider must be one of {list(CIDER_MODES)}; got {self.cider!r}")
 

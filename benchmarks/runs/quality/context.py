@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from benchmarks.drivers.http_client import CrisscrossClient
 from benchmarks.drivers.query_sides import ImageSides
 from benchmarks.drivers.replay import ServedBy
@@ -31,9 +34,17 @@ class QualityResults:
     top_ids: list[tuple[list[RetrievalTask], dict[str, tuple[str, ...]]]] = field(
         default_factory=list
     )
+    top_scores: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
+    """Retrieval group (its first task's name) → query id → the scores of its ``top_ids``."""
     graded_curves: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)
     false_negatives: dict[str, Any] = field(default_factory=dict)
     cider: dict[str, Any] | None = None
+    cider_matrix: npt.NDArray[np.floating] | None = None
+    """The split's CIDEr-D matrix ``[captions, images]`` while the query records need it (the
+    graded phase sets it, :mod:`~benchmarks.runs.quality.query_records` drops it)."""
+    queries: dict[str, Any] | None = None
+    """The bounded per-query sample of the HTML report
+    (:mod:`~benchmarks.runs.quality.query_records`); not part of ``report.json``."""
 
 
 @dataclass(frozen=True)

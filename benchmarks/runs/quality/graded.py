@@ -200,6 +200,8 @@ async def graded_phase(context: QualityContext) -> None:
         config.data_dir, config.split, config.cider_cache_dir, show_progress=config.show_progress
     )
     results.cider = {"used": True, **cached.as_report()}
+    if config.html_queries:
+        results.cider_matrix = cached.scores
     for group, top in groups:
         graded = graded_direction(
             group, top, cached.scores, context.data, show_progress=config.show_progress

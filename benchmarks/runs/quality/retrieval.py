@@ -19,6 +19,7 @@ from benchmarks.drivers.query_sides import item_ref, text_query, upload_file
 from benchmarks.drivers.replay import replay_retrieval
 from benchmarks.runs.quality.context import QualityContext
 from benchmarks.runs.quality.graded import direction_of, ground_truth_size
+from benchmarks.runs.quality.query_records import RECORD_DEPTH
 from evaluation.data.ground_truth import RetrievalTask
 from evaluation.data.task_groups import retrieval_groups
 from evaluation.entries import retrieval_entries
@@ -46,11 +47,14 @@ def query_builder(context: QualityContext, task: RetrievalTask) -> Callable[[str
 
 def keep_depth(context: QualityContext, group: Sequence[RetrievalTask]) -> int:
     """Result ids to keep per query: 10 for R (eq. 1); for the CIDEr-D metrics of i2t / t2i
-    also the query's ground truth, which the non-GT variants skip over."""
+    also the query's ground truth, which the non-GT variants skip over; the HTML report's
+    per-query records (``html_queries`` > 0) show the first :data:`RECORD_DEPTH`."""
     direction = direction_of(group[0])
     if context.config.cider != "off" and direction is not None:
         return CURVE_DEPTH + ground_truth_size(context.data, direction)
-    return CURVE_DEPTH if context.config.recall_eq1 else 0
+    if context.config.recall_eq1:
+        return CURVE_DEPTH
+    return RECORD_DEPTH if context.config.html_queries else 0
 
 
 async def retrieval_phase(context: QualityContext) -> None:
@@ -95,6 +99,7 @@ async def retrieval_phase(context: QualityContext) -> None:
                 results.graded_curves.setdefault(task.name, {})["R_eq1"] = list(curve.values())
         if keep_top:
             results.top_ids.append((group, replay.top_ids))
+            results.top_scores[first.name] = replay.top_scores
         results.tasks.update(entries)
         results.curves.update(curves)
         results.durations_s[f"retrieval_{first.name}"] = time.perf_counter() - started

@@ -10,6 +10,8 @@ a reason, :mod:`evaluation.data.task_plan`). Then :data:`PHASES`, in order:
    original pairs, one ``POST /v1/search`` per distinct query of each group;
 2. ``graded`` (:mod:`~benchmarks.runs.quality.graded`): NCS, SR and the false-negative view of
    i2t / t2i from the split's CIDEr-D matrix (``cider="auto"``, the command line's default);
+   then ``queries`` (:mod:`~benchmarks.runs.quality.query_records`): the HTML report's bounded
+   per-query sample (``html_queries``, on the command line);
 3. ``correlation`` and ``bison`` (:mod:`~benchmarks.runs.quality.pairs`): STS / SIS / SITS
    Spearman bootstraps and BISON accuracy from ``POST /v1/score``;
 4. ``latency`` (:mod:`~benchmarks.runs.quality.latency`): closed-loop text searches per level.
@@ -38,6 +40,7 @@ from benchmarks.runs.quality.context import QualityContext, QualityResults
 from benchmarks.runs.quality.graded import graded_phase
 from benchmarks.runs.quality.latency import latency_phase
 from benchmarks.runs.quality.pairs import bison_phase, correlation_phase
+from benchmarks.runs.quality.query_records import query_records_phase
 from benchmarks.runs.quality.retrieval import retrieval_phase
 from benchmarks.runs.service_facts import optional_variants, variant_collections, variant_towers
 from benchmarks.runs.setup_error import BenchmarkSetupError
@@ -53,6 +56,7 @@ SCHEMA_VERSION: Final = 1
 PHASES: Final[tuple[Phase[QualityContext], ...]] = (
     Phase("retrieval", retrieval_phase),
     Phase("graded", graded_phase),
+    Phase("queries", query_records_phase),
     Phase("correlation", correlation_phase),
     Phase("bison", bison_phase),
     Phase("latency", latency_phase),
@@ -144,10 +148,13 @@ class QualityReport(TypedDict):
 @dataclass
 class QualityRun:
     """The outcome of :func:`run_quality`: the report and the raw data behind the plots
-    (level name ``c<N>`` → the successful requests' latencies, ms)."""
+    (level name ``c<N>`` → the successful requests' latencies, ms) and the HTML report's
+    per-query sample (:func:`~benchmarks.runs.quality.query_records.query_records`; ``None``
+    when not kept)."""
 
     report: QualityReport
     latencies_ms: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    queries: dict[str, Any] | None = None
 
 
 def _check_sizes(config: QualityRunConfig, data: CxcData, served: dict[str, int]) -> None:
@@ -233,7 +240,7 @@ async def run_quality(
         await run_phases(PHASES, context)
 
     report = _report(context, collections, variants)
-    return QualityRun(report=report, latencies_ms=results.latencies_ms)
+    return QualityRun(report=report, latencies_ms=results.latencies_ms, queries=results.queries)
 
 
 def _report(

@@ -17,7 +17,7 @@ from benchmarks.runs.cider import CiderRunConfig
 from benchmarks.runs.compare.config import CompareConfig
 from benchmarks.runs.load.config import LoadRunConfig
 from benchmarks.runs.options import config_from_args
-from benchmarks.runs.quality.config import QualityRunConfig
+from benchmarks.runs.quality.config import HTML_QUERIES, QualityRunConfig
 from tests.fakes.fake_search_service import FakeSearchService
 from tests.fakes.fake_service import FakeService, dual_tower_service
 from tests.fakes.fake_variants import two_variants
@@ -506,7 +506,8 @@ def test_every_option_keeps_its_destination_default_and_kind(
 
 def test_configs_of_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no option given, each run's config is its dataclass defaults, but for the URL and
-    data folder of the command line and, for cxc, R (eq. 1) and the CIDEr-D metrics on."""
+    data folder of the command line and, for cxc, R (eq. 1), the CIDEr-D metrics and the HTML
+    report's per-query sample on."""
     monkeypatch.setenv("CRISSCROSS_DATA_DIR", "/data/dir")
     parser = cli.build_parser()
     common: dict[str, Any] = {
@@ -516,7 +517,7 @@ def test_configs_of_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     }
     args = parser.parse_args(["cxc", "--out", "o"])
     assert config_from_args(QualityRunConfig, args) == QualityRunConfig(
-        **common, recall_eq1=True, cider="auto"
+        **common, recall_eq1=True, cider="auto", html_queries=HTML_QUERIES
     )
     args = parser.parse_args(["load", "--out", "o"])
     assert config_from_args(LoadRunConfig, args) == LoadRunConfig(**common)

@@ -35,6 +35,7 @@ def test_a_quality_run_s_files(quality_report: dict[str, Any], tmp_path: Path) -
         "graded_plot",
         "false_negatives_plot",
         "latency_plot",
+        "html",
     }
     assert json.loads(written["json"].read_text(encoding="utf-8")) == quality_report
     assert written["markdown"].name == "report.md"
