@@ -11,6 +11,8 @@
   const imageName = $("image-name");
   const clearImage = $("clear-image");
   const itemQueryLine = $("item-query");
+  const variantSelect = $("variant");
+  const variantInfo = $("variant-info");
   const collectionSelect = $("collection");
   const compareOn = $("compare-on");
   const compareSelect = $("compare-collection");
@@ -28,6 +30,7 @@
 
   const state = {
     collections: [], // from GET /v1/collections
+    variants: [], // from GET /v1/variants
     image: null, // a File
     item: null, // {collection, id}: "more like this"
     offset: 0,
@@ -94,22 +97,56 @@
   }
 
   async function loadCatalog() {
-    const answer = await api("/v1/collections");
-    state.collections = answer.collections;
+    const [collections, variants] = await Promise.all([
+      api("/v1/collections"),
+      api("/v1/variants"),
+    ]);
+    state.collections = collections.collections;
+    state.variants = variants.variants;
+    const chosenVariant = variantSelect.value;
+    variantSelect.replaceChildren(option("", "(any)"));
+    for (const v of state.variants) {
+      variantSelect.append(option(v.name, `${v.name} (${v.towers.join(" + ")})`));
+    }
+    if (state.variants.some((v) => v.name === chosenVariant)) variantSelect.value = chosenVariant;
+    fillCollections();
+    statusLine.textContent = `${state.collections.length} collections served by `
+      + `${state.variants.length} variants.`;
+  }
+
+  function fillCollections() {
+    // The collections of the chosen variant (all without one); compare may take any.
     const current = collectionSelect.value;
     const compareCurrent = compareSelect.value;
     collectionSelect.replaceChildren();
     compareSelect.replaceChildren();
     for (const c of state.collections) {
       const label = `${c.qualified_name} · ${c.variant} · ${c.count} items`;
-      collectionSelect.append(option(c.qualified_name, label));
+      if (!variantSelect.value || c.variant === variantSelect.value) {
+        collectionSelect.append(option(c.qualified_name, label));
+      }
       compareSelect.append(option(c.qualified_name, label));
     }
-    if (collectionByName(current)) collectionSelect.value = current;
+    if ([...collectionSelect.options].some((o) => o.value === current)) {
+      collectionSelect.value = current;
+    }
     if (collectionByName(compareCurrent)) compareSelect.value = compareCurrent;
     else if (state.collections.length > 1) compareSelect.selectedIndex = 1;
+    collectionChanged();
+  }
+
+  function collectionChanged() {
     fillFilterFields();
-    statusLine.textContent = `${state.collections.length} collections served.`;
+    const collection = collectionByName(collectionSelect.value);
+    const variant = collection && state.variants.find((v) => v.name === collection.variant);
+    const images = Boolean(variant && variant.towers.includes("image"));
+    fileInput.disabled = !images;
+    dropZone.setAttribute("aria-disabled", String(!images));
+    variantInfo.textContent = variant
+      ? `${variant.name}: ${variant.towers.join(" + ")} tower${variant.towers.length > 1 ? "s" : ""}, `
+        + `dim ${variant.dim}, ${variant.precision}, on ${variant.providers.join(", ")}`
+        + (images ? "" : " (no image tower: image queries are off)")
+      : "";
   }
 
   function fillFilterFields() {
@@ -326,6 +363,10 @@
   }
 
   function setImage(file) {
+    if (file && fileInput.disabled) {
+      showError(new Error("the chosen collection's variant has no image tower"));
+      return;
+    }
     state.image = file;
     imageName.textContent = file ? file.name || "pasted image" : "";
     clearImage.hidden = !file;
@@ -398,7 +439,8 @@
   textInput.addEventListener("input", () => {
     if (state.item) setItemQuery(null);
   });
-  collectionSelect.addEventListener("change", fillFilterFields);
+  collectionSelect.addEventListener("change", collectionChanged);
+  variantSelect.addEventListener("change", fillCollections);
   compareOn.addEventListener("change", () => {
     compareSelect.disabled = !compareOn.checked;
   });

@@ -101,6 +101,23 @@ def search(browser: BrowserPage) -> None:
     )
 
 
+def test_the_variant_picker_lists_the_variants_and_their_collections(page: BrowserPage) -> None:
+    variants = page.page.eval_on_selector_all("#variant option", "o => o.map(x => x.value)")
+    assert variants == ["", "scenes-dual-encoder"]
+    page.page.select_option("#variant", "scenes-dual-encoder")
+    names = page.page.eval_on_selector_all("#collection option", "o => o.map(x => x.value)")
+    assert sorted(names) == [
+        "scenes-hnsw:captions",
+        "scenes-hnsw:images",
+        "scenes:captions",
+        "scenes:images",
+    ]
+    info = page.page.text_content("#variant-info") or ""
+    assert "scenes-dual-encoder: " in info
+    assert "towers" in info
+    assert page.page.is_enabled("#query-image")
+
+
 def test_a_text_query_shows_k_results_with_scores(
     page: BrowserPage, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
