@@ -2,12 +2,12 @@
 ``report.md``, a per-query explorer and a gallery of MS-COCO false negatives CxC's raters
 call similar.
 
-Nothing is fetched when the file is opened: the style sheet and script (``html/report.css``,
-``html/report.js`` in this package) are inlined, the plots are base64 PNG data URIs, image
-thumbnails base64 JPEG data URIs (:mod:`benchmarks.report.thumbnails`), and the data is one
-JSON object in ``<script type="application/json" id="report-data">`` with ``<``, ``>`` and
-``&`` written as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no string can close the tag. The
-script builds the explorer with ``textContent`` / ``createElement`` only.
+Nothing is fetched when the file is opened: the style sheet and scripts (``html/report.css``,
+``html/explorer.js`` + ``html/report.js`` in this package) are inlined, the plots are base64
+PNG data URIs, image thumbnails base64 JPEG data URIs (:mod:`benchmarks.report.thumbnails`),
+and the data is one JSON object in ``<script type="application/json" id="report-data">`` with
+``<``, ``>`` and ``&`` written as ``\\u003c``, ``\\u003e``, ``\\u0026`` so no string can close
+the tag. The script builds the explorer with ``textContent`` / ``createElement`` only.
 
 The embedded object: ``report`` (``report.json`` as written), ``queries`` (the bounded sample of
 :func:`benchmarks.runs.quality.query_records.query_records`, or ``null``) and ``thumbnails``
@@ -20,7 +20,7 @@ import base64
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
@@ -44,9 +44,10 @@ _JSON_ESCAPES: Final = {
 
 
 def asset(name: str) -> str:
-    """A static file of the page (``report.css``, ``report.js``, ``page.html``)."""
+    """A static file of the pages (``report.css``, ``explorer.js``, ``report.js``, ``compare.js``,
+    the templates ``page.html`` and ``compare_page.html``, the fragment ``query_pane.html``)."""
     text = resources.files("benchmarks.report").joinpath(ASSETS, name).read_text(encoding="utf-8")
-    if name != "page.html" and ("</script" in text.lower() or "</style" in text.lower()):
+    if not name.endswith(".html") and ("</script" in text.lower() or "</style" in text.lower()):
         raise ValueError(f"{name} would close its own element")
     return text
 
@@ -124,22 +125,38 @@ def render_quality_html(
         "max_thumbnails": MAX_THUMBNAILS,
     }
 
+    title = f"Crisscross — {report.get('dataset')} {report.get('split')} — {report.get('variant')}"
+    return fill_page(
+        "page.html", title, markdown_to_html(markdown, plot_source(out_dir)), data, "report.js"
+    )
+
+
+def plot_source(out_dir: Path) -> Callable[[str], str | None]:
+    """The image source of a plot the Markdown names: a PNG in ``out_dir`` as a data URI."""
+
     def plot_src(name: str) -> str | None:
-        path = out_dir / name
         if Path(name).name != name:
             return None
-        return png_data_uri(path)
+        return png_data_uri(out_dir / name)
 
-    title = f"Crisscross — {report.get('dataset')} {report.get('split')} — {report.get('variant')}"
+    return plot_src
+
+
+def fill_page(template: str, title: str, summary: str, data: object, script: str) -> str:
+    """A page template (``page.html``, ``compare_page.html``) with its title, the inlined style
+    sheet, the summary's HTML, the shared query pane (``query_pane.html``), the embedded data and
+    the inlined ``explorer.js`` + ``script``."""
     values = {
         "title": html.escape(title),
         "css": asset("report.css"),
-        "summary": markdown_to_html(markdown, plot_src),
+        "summary": summary,
         "data_id": DATA_ID,
         "data": script_json(data),
-        "js": asset("report.js"),
+        "js": asset("explorer.js") + "\n" + asset(script),
+        # the query list, search and detail pane both pages share
+        "query_pane": asset("query_pane.html"),
     }
-    page = asset("page.html")
+    page = asset(template)
     missing = set(values) - set(_PLACEHOLDER.findall(page))
     if missing:
         raise ValueError(f"the page template lacks {sorted(missing)}")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.report.compare_html import COMPARE_QUERIES_JSON, write_compare_html
 from benchmarks.report.compare_markdown import PARETO_PLOT, render_compare_markdown
 from benchmarks.report.html_report import QUERIES_JSON, write_quality_html
 from benchmarks.report.json_file import write_json
@@ -108,10 +109,13 @@ def write_load_outputs(run: LoadRun, out_dir: Path) -> dict[str, Path]:
 
 
 def write_compare_outputs(run: CompareRun, out_dir: Path) -> dict[str, Path]:
-    """Write ``compare.json``, ``compare.md`` and ``compare_pareto.png`` into ``out_dir``.
+    """Write ``compare.json``, ``compare.md``, ``compare_pareto.png``, the variants' per-query
+    samples ``compare_queries.json`` (variant → sample, when kept) and the self-contained
+    ``compare.html`` (:mod:`benchmarks.report.compare_html`) into ``out_dir``.
 
     Returns:
-        Output kind (``json``, ``markdown``, ``pareto_plot``) → file written.
+        Output kind (``json``, ``markdown``, ``pareto_plot``, ``queries``, ``html``) → file
+        written.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     report = run.report
@@ -122,6 +126,10 @@ def write_compare_outputs(run: CompareRun, out_dir: Path) -> dict[str, Path]:
         report, out_dir / PARETO_PLOT, f"Quality vs cost — {title}"
     )
     markdown = out_dir / "compare.md"
-    markdown.write_text(render_compare_markdown(report), encoding="utf-8")
+    text = render_compare_markdown(report)
+    markdown.write_text(text, encoding="utf-8")
     written["markdown"] = markdown
+    if run.queries:
+        written["queries"] = write_json(run.queries, out_dir / COMPARE_QUERIES_JSON)
+    written["html"] = write_compare_html(report, text, run.queries, out_dir)
     return written

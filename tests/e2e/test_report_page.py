@@ -17,12 +17,15 @@ from typing import Any
 
 import pytest
 
-from benchmarks.report.writers import write_quality_outputs
+from benchmarks.report.writers import write_compare_outputs, write_quality_outputs
+from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.quality.run import run_quality
 from tests.conftest import REPO_ROOT
 from tests.e2e.browser import browser_page, wait_until
 from tests.fakes.fake_service import dual_tower_service
+from tests.fakes.fake_variants import two_variants
 from tests.fakes.tiny_data import TinyDataset
+from tests.unit.benchmarks.runs.compare.test_run import config_for
 from tests.unit.benchmarks.runs.quality.test_run import images_config
 
 pytestmark = [pytest.mark.e2e]
@@ -68,9 +71,12 @@ def test_the_explorer_shows_the_judgments_of_a_chosen_query(
         total = page.locator("button[data-testid=query-item]").count()
         page.select_option("#stream-select", "t2i")
         page.fill("#query-search", chosen["query"])
-        wait_until(page, "document.querySelectorAll('button[data-testid=query-item]').length === 1")
-        assert total > 1
-        page.click("button[data-testid=query-item]")
+        # The search keeps the queries whose id or text contains it, this one among them.
+        wait_until(
+            page,
+            "document.querySelectorAll('button[data-testid=query-item]').length < " + str(total),
+        )
+        page.click(f'button[data-testid=query-item][data-query-id="{chosen["query"]}"]')
         wait_until(
             page,
             f"document.querySelector('#query-detail').dataset.queryId === {chosen['query']!r}",
@@ -108,4 +114,47 @@ def test_the_explorer_shows_the_judgments_of_a_chosen_query(
                 page,
                 f"document.querySelector('#query-detail').dataset.queryId === {card_query!r}",
             )
+        assert browser.errors == []
+
+
+def test_the_compare_page_shows_the_variants_side_by_side(
+    tiny: TinyDataset, tmp_path: Path
+) -> None:
+    service = two_variants(tiny)
+    config = config_for(tiny, rounds=1, concurrency_levels=(1,), tasks=("t2t",), html_queries=20)
+    run = asyncio.run(run_compare(config, transport=service.transport()))
+    page_file = write_compare_outputs(run, tmp_path / "compare")["html"]
+    first = run.queries["full"]["records"][0]
+    with browser_page() as browser:
+        page = browser.page
+        page.goto(page_file.as_uri())
+        page.wait_for_selector("[data-testid=query-item]", timeout=30_000)
+        page.fill("#query-search", first["query"])
+        page.click(f'[data-testid=query-item][data-query-id="{first["query"]}"]')
+        wait_until(
+            page,
+            "document.querySelectorAll('[data-testid=variant-column]').length === 2",
+        )
+        for variant in ("full", "short"):
+            column = f"[data-testid=variant-column][data-variant={variant}]"
+            shown = page.eval_on_selector_all(
+                f"{column} [data-testid=result-row]", "rows => rows.map(r => r.dataset.resultId)"
+            )
+            recorded = next(
+                record
+                for record in run.queries[variant]["records"]
+                if record["query"] == first["query"]
+            )
+            assert shown == [result["id"] for result in recorded["results"]]
+        overlap = page.get_attribute("[data-testid=overlap]", "data-overlap")
+        assert overlap is not None
+        full_ids = {result["id"] for result in first["results"]}
+        short_record = next(
+            r for r in run.queries["short"]["records"] if r["query"] == first["query"]
+        )
+        shared = len(full_ids & {result["id"] for result in short_record["results"]})
+        assert int(overlap) == shared  # results in both top lists
+        assert page.locator("[data-testid=headline-row]").count() > 0
+        folder = SCREENSHOTS if os.environ.get("CRISSCROSS_UPDATE_SCREENSHOTS") == "1" else tmp_path
+        page.locator("#explorer").screenshot(path=str(folder / "report-compare.png"))
         assert browser.errors == []

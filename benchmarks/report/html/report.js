@@ -1,4 +1,4 @@
-// The per-query explorer and the false-negative gallery of report.html.
+// The per-query explorer and the false-negative gallery of report.html (helpers: explorer.js).
 // Plain JavaScript, no framework; every piece of data goes in through textContent or a
 // property (no HTML parsing of data), image sources only when they are data:image/ URIs.
 "use strict";
@@ -10,75 +10,11 @@
   const captions = (queries && queries.captions) || {};
   const streams = (queries && queries.streams) || [];
   const records = (queries && queries.records) || [];
-  const streamInfo = new Map(streams.map((stream) => [stream.name, stream]));
-  const recordKey = (stream, query) => stream + "\u0000" + query;
+  const { el, fmt, thumbnail, labelAttrs, isFalseNegative, queryLabel, resultCells, resultHeaders, falseNegativeNote, queryHead, queryList, hashKey, recordKey, streamInfo } =
+    crisscrossExplorer({ thumbnails: thumbs, captions: captions, streams: streams });
   const recordByKey = new Map(records.map((record) => [recordKey(record.stream, record.query), record]));
   const gallery = (queries && queries.false_negatives) || [];
   const galleryKeys = new Set(gallery.map((entry) => recordKey(entry.stream, entry.query)));
-
-  function el(tag, props, children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(props || {})) {
-      if (key === "text") node.textContent = value;
-      else if (key === "className") node.className = value;
-      else if (key.startsWith("data-") || key.startsWith("aria-") || key === "title" || key === "id" || key === "type" || key === "role")
-        node.setAttribute(key, String(value));
-      else node[key] = value;
-    }
-    for (const child of children || []) if (child) node.appendChild(child);
-    return node;
-  }
-
-  function fmt(value, digits) {
-    return value === null || value === undefined ? "–" : Number(value).toFixed(digits);
-  }
-
-  function thumbnail(id, alt) {
-    const src = thumbs[id];
-    if (typeof src !== "string" || !src.startsWith("data:image/")) return null;
-    const img = el("img", { className: "thumb", alt: alt || id, title: id });
-    img.src = src;
-    return img;
-  }
-
-  // What an id shows: a caption's text, else the id itself (image file names).
-  function textOf(id) {
-    return Object.prototype.hasOwnProperty.call(captions, id) ? captions[id] : id;
-  }
-
-  function itemCell(id, kind) {
-    const cell = el("div", { className: "item" });
-    if (kind === "image") {
-      const img = thumbnail(id);
-      if (img) cell.appendChild(img);
-      cell.appendChild(el("div", { className: "qid", text: id }));
-    } else {
-      cell.appendChild(el("div", { className: "caption", text: textOf(id) }));
-      cell.appendChild(el("div", { className: "qid", text: id }));
-    }
-    return cell;
-  }
-
-  function cocoCell(value) {
-    if (value === true) return el("span", { className: "yes", text: "positive" });
-    if (value === false) return el("span", { className: "no", text: "wrong" });
-    return el("span", { className: "unknown", text: "–" });
-  }
-
-  function labelAttrs(result) {
-    return {
-      "data-rank": result.rank,
-      "data-result-id": result.id,
-      "data-human-score": result.human === null || result.human === undefined ? "" : result.human,
-      "data-coco-positive": result.coco === null || result.coco === undefined ? "" : String(result.coco),
-      "data-cider": result.cider === null || result.cider === undefined ? "" : result.cider,
-    };
-  }
-
-  function isFalseNegative(stream, result) {
-    const info = streamInfo.get(stream);
-    return result.coco === false && typeof result.human === "number" && info && result.human >= info.human_threshold;
-  }
 
   // --- bound note --------------------------------------------------------------------------
   const boundNote = document.getElementById("sample-bound");
@@ -95,92 +31,25 @@
   }
 
   // --- query list --------------------------------------------------------------------------
-  const select = document.getElementById("stream-select");
-  const search = document.getElementById("query-search");
-  const list = document.getElementById("query-list");
-  const count = document.getElementById("query-count");
   const detail = document.getElementById("query-detail");
-  select.appendChild(el("option", { value: "", text: "all streams" }));
-  for (const stream of streams) {
-    select.appendChild(el("option", { value: stream.name, text: stream.name + " (" + stream.shown + ")" }));
-  }
-  let selected = null;
-
-  function queryLabel(record) {
-    return record.query_kind === "caption" ? textOf(record.query) : record.query;
-  }
-
-  function renderList() {
-    const needle = search.value.trim().toLowerCase();
-    const stream = select.value;
-    list.replaceChildren();
-    let shown = 0;
-    for (const record of records) {
-      if (stream && record.stream !== stream) continue;
-      const label = queryLabel(record);
-      if (needle && !label.toLowerCase().includes(needle) && !record.query.toLowerCase().includes(needle)) continue;
-      shown += 1;
-      const key = recordKey(record.stream, record.query);
-      const button = el(
-        "button",
-        {
-          type: "button",
-          "data-testid": "query-item",
-          "data-query-id": record.query,
-          "data-stream": record.stream,
-          "aria-selected": String(key === selected),
-        },
-        [
-          el("span", { className: "badge", text: record.stream }),
-          galleryKeys.has(key) ? el("span", { className: "badge fn", text: "false negative" }) : null,
-          document.createTextNode(" " + (record.query_kind === "caption" ? label : "")),
-          el("span", { className: "qid", text: record.query }),
-        ],
-      );
-      button.addEventListener("click", () => showQuery(record.stream, record.query));
-      list.appendChild(el("li", {}, [button]));
-    }
-    count.textContent = shown + " of " + records.length + " queries";
-  }
+  const picker = queryList(records, showQuery, (record) => [
+    galleryKeys.has(recordKey(record.stream, record.query)) ? el("span", { className: "badge fn", text: "false negative" }) : null,
+  ]);
 
   function showQuery(stream, query) {
     const record = recordByKey.get(recordKey(stream, query));
     if (!record) return;
-    selected = recordKey(stream, query);
     const info = streamInfo.get(stream) || {};
     detail.replaceChildren();
     detail.setAttribute("data-query-id", query);
     detail.setAttribute("data-stream", stream);
-    const head = el("div", { className: "query-head" });
-    if (record.query_kind === "image") {
-      const img = thumbnail(query);
-      if (img) head.appendChild(img);
-    }
-    head.appendChild(
-      el("div", {}, [
-        el("div", { className: "text", "data-testid": "query-text", text: queryLabel(record) }),
-        el("div", { className: "qid", text: stream + " · " + query + (record.cxc_rated ? " · rated by CxC" : "") }),
-      ]),
-    );
-    detail.appendChild(head);
-    const human = info.human_ratings ? "CxC " + info.human_ratings.toUpperCase() + " (0–5)" : "CxC (not loaded)";
-    const header = el("tr", {}, [
-      el("th", { className: "num", text: "rank" }),
-      el("th", { text: info.target_kind === "image" ? "image" : "caption" }),
-      el("th", { className: "num", text: "score" }),
-      el("th", { className: "num", text: human }),
-      el("th", { text: "MS-COCO" }),
-      el("th", { className: "num", text: "CIDEr-D" }),
-    ]);
+    detail.appendChild(queryHead(record));
+    const header = el("tr", {}, [el("th", { className: "num", text: "rank" }), ...resultHeaders(info)]);
     const body = el("tbody", { "data-testid": "result-rows" });
     for (const result of record.results) {
       const row = el("tr", { "data-testid": "result-row", ...labelAttrs(result) }, [
         el("td", { className: "num", text: String(result.rank) }),
-        el("td", {}, [itemCell(result.id, info.target_kind)]),
-        el("td", { className: "num", text: fmt(result.score, 4) }),
-        el("td", { className: "num", text: fmt(result.human, 2) }),
-        el("td", {}, [info.coco_labels ? cocoCell(result.coco) : el("span", { className: "unknown", text: "n/a" })]),
-        el("td", { className: "num", text: info.cider ? fmt(result.cider, 3) : "n/a" }),
+        ...resultCells(result, info),
       ]);
       if (isFalseNegative(stream, result)) row.classList.add("false-negative");
       body.appendChild(row);
@@ -190,22 +59,13 @@
       body,
     ]);
     detail.appendChild(el("div", { className: "table-wrap" }, [table]));
-    detail.appendChild(
-      el("p", {
-        className: "note",
-        text: "Highlighted: MS-COCO counts the result wrong but CxC rates it ≥ " + fmt(info.human_threshold, 1) + ". " +
-          "“–”: CxC did not rate the pair. n/a: not defined for this stream.",
-      }),
-    );
-    renderList();
+    detail.appendChild(falseNegativeNote(info));
+    picker.pick(recordKey(stream, query));
   }
 
-  search.addEventListener("input", renderList);
-  select.addEventListener("change", renderList);
-  renderList();
+  picker.render();
   // "#query=<stream>/<query id>" (URI-encoded) opens that query; else the first one.
-  const wanted = /^#query=([^/]*)\/(.*)$/.exec(location.hash);
-  const start = wanted && recordByKey.get(recordKey(decodeURIComponent(wanted[1]), decodeURIComponent(wanted[2])));
+  const start = recordByKey.get(hashKey());
   if (start) showQuery(start.stream, start.query);
   else if (records.length) showQuery(records[0].stream, records[0].query);
 
@@ -258,8 +118,7 @@
     );
     const open = () => {
       if (!recordByKey.has(recordKey(entry.stream, entry.query))) return;
-      select.value = "";
-      search.value = "";
+      picker.reset();
       showQuery(entry.stream, entry.query);
       document.getElementById("explorer").scrollIntoView();
     };

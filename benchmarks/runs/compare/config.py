@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -27,6 +28,8 @@ from evaluation.data.task_plan import QUALITY_TASKS
 from evaluation.metrics.correlation import DEFAULT_SAMPLES
 
 DEFAULT_COMPARE_TASKS: Final = ("t2t", "t2t_cocaptions", "sts")
+COMPARE_HTML_QUERIES: Final = 500
+"""Default bound on ``compare.html``'s per-query sample (per variant, all streams)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +58,9 @@ class CompareConfig:
         ready_timeout_s: how long to wait for ``/readyz``.
         request_timeout_s: per-request timeout, seconds.
         show_progress: draw tqdm progress bars on stderr during the quality replays.
+        html_queries: most queries of ``compare.html``'s per-query sample: the first variant's
+            quality run samples them (the quality run's rule), every other variant records the
+            same query ids; 0: no sample.
         collection: the caption collection's name (each variant serves its own).
         images_collection: the image collection's name.
         probe_k: results asked for first per retrieval query (see :class:`QualityRunConfig`).
@@ -140,6 +146,15 @@ class CompareConfig:
         default=60.0, metadata=option("--timeout", parse=float, help="per-request timeout, s")
     )
     show_progress: bool = field(default=True, metadata=no_progress_option())
+    html_queries: int = field(
+        default=COMPARE_HTML_QUERIES,
+        metadata=option(
+            "--html-queries",
+            parse=int,
+            convert=at_least_zero,
+            help=f"queries in compare.html's per-query sample, 0: none ({COMPARE_HTML_QUERIES})",
+        ),
+    )
     collection: str = "captions"
     images_collection: str = "images"
     probe_k: int = 100
@@ -161,11 +176,16 @@ class CompareConfig:
             raise ValueError("need rounds ≥ 1 and latency_requests ≥ rounds")
         if self.warmup_requests < 0:
             raise ValueError("warmup_requests must be ≥ 0")
+        if self.html_queries < 0:
+            raise ValueError("html_queries must be ≥ 0")
         # The rest is checked by the QualityRunConfig each variant gets.
         self.quality_config(self.variants[0])
 
-    def quality_config(self, variant: str) -> QualityRunConfig:
-        """The quality run of one variant: this run's tasks and settings, no latency phase."""
+    def quality_config(
+        self, variant: str, query_ids: Mapping[str, tuple[str, ...]] | None = None
+    ) -> QualityRunConfig:
+        """The quality run of one variant: this run's tasks and settings, no latency phase; its
+        per-query sample records ``query_ids`` (stream → ids) when given, else samples."""
         return QualityRunConfig(
             url=self.url,
             data_dir=self.data_dir,
@@ -186,6 +206,8 @@ class CompareConfig:
             ready_timeout_s=self.ready_timeout_s,
             request_timeout_s=self.request_timeout_s,
             show_progress=self.show_progress,
+            html_queries=self.html_queries,
+            html_query_ids=query_ids,
         )
 
     def chunk_sizes(self) -> list[int]:
@@ -217,4 +239,5 @@ class CompareConfig:
             "rounds": self.rounds,
             "ready_timeout_s": self.ready_timeout_s,
             "request_timeout_s": self.request_timeout_s,
+            "html_queries": self.html_queries,
         }

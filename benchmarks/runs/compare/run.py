@@ -92,11 +92,13 @@ class CompareReport(TypedDict):
 
 @dataclass
 class CompareRun:
-    """The outcome of :func:`run_compare`: the report and the raw latencies
-    (variant → level name ``c<N>`` → latencies in ms)."""
+    """The outcome of :func:`run_compare`: the report, the raw latencies (variant → level name
+    ``c<N>`` → latencies in ms) and each variant's per-query sample (variant → the quality run's
+    ``queries``, the same query ids for every variant; empty when ``html_queries`` is 0)."""
 
     report: CompareReport
     latencies_ms: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
+    queries: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +114,7 @@ class CompareContext:
         entries: variant → its report entry.
         latencies_ms: variant → level → latencies (ms).
         orders: the variant order of every latency round.
+        queries: variant → its per-query sample.
         durations_s: phase → wall time, s.
     """
 
@@ -123,6 +126,7 @@ class CompareContext:
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     latencies_ms: dict[str, dict[str, tuple[float, ...]]] = field(default_factory=dict)
     orders: list[list[str]] = field(default_factory=list)
+    queries: dict[str, dict[str, Any]] = field(default_factory=dict)
     durations_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -155,14 +159,29 @@ def _latency_skip_reason(
     return None
 
 
+def sampled_ids(queries: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Stream → the query ids of a per-query sample, in its order."""
+    ids: dict[str, list[str]] = {stream["name"]: [] for stream in queries.get("streams", [])}
+    for record in queries.get("records", []):
+        ids.setdefault(record["stream"], []).append(record["query"])
+    return {stream: tuple(found) for stream, found in ids.items()}
+
+
 async def quality_phase(context: CompareContext) -> None:
-    """Each variant's quality run, in the order given."""
+    """Each variant's quality run, in the order given; the first variant's per-query sample
+    picks the query ids every later variant records."""
     config = context.config
+    pinned: dict[str, tuple[str, ...]] | None = None
     for variant in config.variants:
         phase = time.perf_counter()
         logger.info("quality: variant %s, tasks %s", variant, ",".join(config.tasks))
-        run = await run_quality(config.quality_config(variant), transport=context.transport)
+        quality_config = config.quality_config(variant, pinned)
+        run = await run_quality(quality_config, transport=context.transport)
         context.durations_s[f"quality_{variant}"] = time.perf_counter() - phase
+        if run.queries is not None:
+            context.queries[variant] = run.queries
+            if pinned is None:
+                pinned = sampled_ids(run.queries)
         report = run.report
         facts = context.loaded[variant]
         context.entries[variant] = {
@@ -276,4 +295,4 @@ async def run_compare(
         "durations_s": {name: round(value, 3) for name, value in context.durations_s.items()},
         "environment": environment_info(),
     }
-    return CompareRun(report=report, latencies_ms=context.latencies_ms)
+    return CompareRun(report=report, latencies_ms=context.latencies_ms, queries=context.queries)

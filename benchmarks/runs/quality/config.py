@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -90,6 +91,9 @@ class QualityRunConfig:
         html_queries: most queries in the HTML report's per-query sample (``report.html``,
             :mod:`~benchmarks.runs.quality.query_records`); 0: no sample. The command line's
             default is :data:`HTML_QUERIES`.
+        html_query_ids: stream (``t2t``, ``i2t``, ...) → the query ids the per-query sample
+            records instead of sampling (the compare run gives every variant the first one's);
+            ``None``: the seeded sample. Not on the command line.
     """
 
     url: str = field(metadata=url_option())
@@ -265,6 +269,7 @@ class QualityRunConfig:
     )
     recall_eq1: bool = field(default=False, metadata=option(None, cli_default=True))
     html_queries: int = field(default=0, metadata=option(None, cli_default=HTML_QUERIES))
+    html_query_ids: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.tasks) - set(ALL_TASKS))

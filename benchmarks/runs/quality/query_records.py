@@ -15,7 +15,9 @@ query, :mod:`~benchmarks.runs.quality.retrieval`) each result among the first
 The sample is bounded: at most ``html_queries`` queries in all, split evenly over the streams;
 within a stream the queries with a false-negative result come first, then those with a
 CxC-rated result, then those CxC rated at all, then the rest, each tier in a seeded random
-order (``numpy.random.default_rng([seed, stream])``). The false-negative gallery (results
+order (``numpy.random.default_rng([seed, stream])``). Given ``pinned`` (stream → query ids, e.g.
+another variant's sample: the compare run's), a stream records exactly those of its queries, in
+stream order, instead of sampling. The false-negative gallery (results
 MS-COCO counts wrong that CxC rates ≥ its positive threshold, human score descending, then
 rank) is taken over every query of the stream, at most :data:`MAX_FALSE_NEGATIVES` in all.
 """
@@ -209,6 +211,7 @@ def query_records(
     *,
     max_queries: int,
     seed: int,
+    pinned: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """The HTML report's per-query data: ``bound``, ``streams``, ``records``,
     ``false_negatives`` and ``captions`` (caption key → text, for every caption shown).
@@ -220,6 +223,8 @@ def query_records(
         cider: the split's CIDEr-D matrix, or ``None``.
         max_queries: most queries in all (split evenly over the streams).
         seed: the sample's seed.
+        pinned: stream → the query ids to record in place of the sample (ids the stream lacks
+            are left out; a stream not named records none); ``None``: sample.
     """
     labeller = Labeller(data, cider)
     streams = [
@@ -238,7 +243,11 @@ def query_records(
     described: list[dict[str, Any]] = []
     for index, stream in enumerate(streams):
         first = {entry["query"] for entry in gallery if entry["stream"] == stream.name}
-        chosen = sample_queries(stream, labeller, budget, seed, index, first)
+        if pinned is None:
+            chosen = sample_queries(stream, labeller, budget, seed, index, first)
+        else:
+            wanted = set(pinned.get(stream.name, ()))
+            chosen = [query for query in stream.queries if query in wanted]
         query_kind = KIND_OF[stream.tasks[0].query_collection]
         for query in chosen:
             records.append(
@@ -281,6 +290,7 @@ def query_records(
             "depth": RECORD_DEPTH,
             "seed": seed,
             "max_false_negatives": MAX_FALSE_NEGATIVES,
+            "pinned": pinned is not None,
         },
         "streams": described,
         "records": records,
@@ -290,7 +300,8 @@ def query_records(
 
 
 async def query_records_phase(context: QualityContext) -> None:
-    """The bounded per-query sample of the HTML report (``html_queries`` > 0); drops the
+    """The bounded per-query sample of the HTML report (``html_queries`` > 0; the queries of
+    ``html_query_ids`` when set); drops the
     CIDEr-D matrix the graded phase left for it."""
     config, results = context.config, context.results
     cider, results.cider_matrix = results.cider_matrix, None
@@ -303,4 +314,5 @@ async def query_records_phase(context: QualityContext) -> None:
         cider,
         max_queries=config.html_queries,
         seed=config.seed,
+        pinned=config.html_query_ids,
     )

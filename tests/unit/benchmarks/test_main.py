@@ -130,6 +130,7 @@ DEFAULTS = {
         "--ready-timeout": ("ready_timeout", 120.0, "value"),
         "--timeout": ("timeout", 60.0, "value"),
         "--no-progress": ("no_progress", False, "switch"),
+        "--html-queries": ("html_queries", 500, "value"),
     },
     "cider": {
         "--data": ("data", Path("/data/dir"), "value"),
@@ -415,6 +416,8 @@ def test_compare_end_to_end(
     assert [entry["tasks"]["t2t"]["queries"] for entry in report["variants"]] == [5, 5]
     assert report["latency_schedule"]["chunk_requests"] == [3, 3]
     assert (out / "compare_pareto.png").is_file()
+    assert (out / "compare.html").is_file()
+    assert (out / "compare_queries.json").is_file()
 
 
 @pytest.mark.parametrize(

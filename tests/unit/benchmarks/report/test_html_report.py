@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from benchmarks.report.compare_html import compare_queries, moves, overlap, write_compare_html
 from benchmarks.report.html_report import (
     DATA_ID,
     asset,
@@ -165,7 +166,14 @@ def external_references(page: str) -> list[str]:
                 found.append(value)
     found += re.findall(r"url\(\s*['\"]?(?!data:)[^)]*\)", page)
     found += re.findall(r"@import", page)
-    for name in ("report.css", "report.js", "page.html"):
+    for name in (
+        "report.css",
+        "explorer.js",
+        "report.js",
+        "compare.js",
+        "page.html",
+        "compare_page.html",
+    ):
         found += re.findall(r"https?://", asset(name))
     return found
 
@@ -205,10 +213,11 @@ def test_page_is_self_contained_with_plots_and_thumbnails(
         'id="sample-bound"',
     ):
         assert selector in page
+    script = asset("explorer.js") + asset("report.js")
     for marker in ("data-human-score", "data-coco-positive", "data-cider", "result-row"):
-        assert marker in asset("report.js")
-    assert "innerHTML" not in asset("report.js")
-    assert "insertAdjacentHTML" not in asset("report.js")
+        assert marker in script
+    assert "innerHTML" not in script
+    assert "insertAdjacentHTML" not in script
 
 
 def test_hostile_strings_stay_inside_their_elements(
@@ -265,3 +274,80 @@ def test_rewrite_from_a_report_folder(quality_report: dict[str, Any], tmp_path: 
     (tmp_path / "queries.json").write_text(json.dumps(sample()), encoding="utf-8")
     data = embedded(rewrite_quality_html(tmp_path).read_text(encoding="utf-8"))
     assert data["queries"] == sample()
+
+
+def _sample(results: dict[str, list[str]], caption: str = "a caption") -> dict[str, Any]:
+    stream = {"name": "t2t", "query_kind": "caption", "target_kind": "caption", "shown": 1}
+    return {
+        "bound": {"max_queries": 2, "per_stream": 2, "depth": 10, "seed": 0},
+        "streams": [{**stream, "human_threshold": 3.0, "coco_labels": True, "cider": False}],
+        "records": [
+            {
+                "stream": "t2t",
+                "query": query,
+                "query_kind": "caption",
+                "cxc_rated": False,
+                "results": [
+                    {"rank": rank, "id": item, "score": None, "human": None, "coco": None}
+                    | {"cider": None}
+                    for rank, item in enumerate(ids, start=1)
+                ],
+            }
+            for query, ids in results.items()
+        ],
+        "false_negatives": [],
+        "captions": {"q1": caption, "q2": "other"},
+    }
+
+
+def test_moves_and_overlap_of_a_hand_made_example() -> None:
+    assert moves(["a", "b", "c", "d"], ["c", "a", "x", "d"]) == [2, -1, None, 0]
+    assert overlap(["a", "b", "c", "d"], ["c", "a", "x", "d"]) == 3
+    samples = {
+        "full": _sample({"q1": ["a", "b", "c"], "q2": ["z"]}),
+        "short": _sample({"q1": ["b", "a", "y"]}),
+    }
+    entries = compare_queries(["full", "short"], samples)
+    assert [entry["query"] for entry in entries] == ["q1", "q2"]
+    first, second = entries[0]["variants"]["full"], entries[0]["variants"]["short"]
+    assert first["overlap"] is None
+    assert [r["move"] for r in first["results"]] == [None] * 3
+    assert second["overlap"] == 2
+    assert [r["move"] for r in second["results"]] == [1, -1, None]
+    assert entries[1]["variants"]["short"] is None
+
+
+def test_compare_page_is_self_contained_and_escapes_hostile_strings(tmp_path: Path) -> None:
+    report = {
+        "dataset": "coco-karpathy",
+        "split": HOSTILE,
+        "variants": [
+            {"name": "full", "quality": {"t2t R@10": {"value": 50.0, "ci95": [48.0, 52.0]}}},
+            {"name": "short", "quality": {"t2t R@10": {"value": 40.0, "ci95": [38.0, 42.0]}}},
+        ],
+    }
+    samples = {
+        "full": _sample({"q1": ["a", HOSTILE]}, caption=HOSTILE),
+        "short": _sample({"q1": [HOSTILE, "b"]}),
+    }
+    path = write_compare_html(report, "# Compare\n\n" + HOSTILE + "\n", samples, tmp_path)
+    assert path == tmp_path / "compare.html"
+    page = path.read_text(encoding="utf-8")
+    assert not re.findall(r"https?://", page)
+    assert "Content-Security-Policy" in page
+    parsed = parse(page)
+    assert not [attrs for tag, attrs in parsed.tags if tag == "img"]
+    scripts = {attrs.get("id"): text for attrs, text in parsed.scripts}
+    assert len(parsed.scripts) == 2
+    data = json.loads(scripts[DATA_ID])
+    assert data["variants"] == ["full", "short"]
+    assert data["captions"]["q1"] == HOSTILE
+    assert data["compare"]["variants"][1]["quality"]["t2t R@10"]["ci95"] == [38.0, 42.0]
+    (entry,) = data["queries"]
+    assert entry["query"] == "q1"
+    assert [r["id"] for r in entry["variants"]["full"]["results"]] == ["a", HOSTILE]
+    assert [r["move"] for r in entry["variants"]["short"]["results"]] == [1, None]
+    script = asset("explorer.js") + asset("compare.js")
+    for marker in ("variant-column", "data-variant", "overlap", "query-item", "result-row"):
+        assert marker in script
+    assert "innerHTML" not in script

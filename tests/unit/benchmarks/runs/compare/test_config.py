@@ -59,4 +59,5 @@ def test_chunks_quality_configs_and_settings() -> None:
         "rounds",
         "ready_timeout_s",
         "request_timeout_s",
+        "html_queries",
     ]

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import re
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from benchmarks.report.writers import write_compare_outputs
 from benchmarks.runs.compare.config import DEFAULT_COMPARE_TASKS, CompareConfig
 from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.quality.config import QualityRunConfig
@@ -169,3 +173,32 @@ def test_a_variant_without_a_text_tower_has_its_latency_skipped(tiny: TinyDatase
     assert "sts" in short["tasks"]  # item references need no tower
     assert report["pareto"] == {}
     assert {name for name, _ in latency_searches(service)} == {"full"}
+
+
+def test_every_variant_records_the_first_variants_sampled_queries(
+    tiny: TinyDataset, tmp_path: Path
+) -> None:
+    service = two_variants(tiny)
+    config = config_for(tiny, rounds=1, concurrency_levels=(1,), tasks=("t2t",), html_queries=3)
+    run = asyncio.run(run_compare(config, transport=service.transport()))
+    assert set(run.queries) == {"full", "short"}
+    full, short = run.queries["full"], run.queries["short"]
+    assert full["bound"]["pinned"] is False
+    assert short["bound"]["pinned"] is True
+    ids = [(record["stream"], record["query"]) for record in full["records"]]
+    assert len(ids) == 3
+    assert [(record["stream"], record["query"]) for record in short["records"]] == ids
+    assert run.report["settings"]["html_queries"] == 3
+
+    written = write_compare_outputs(run, tmp_path)
+    assert written["html"] == tmp_path / "compare.html"
+    page = written["html"].read_text(encoding="utf-8")
+    # the service URL is data (compare.json, compare.md), no resource
+    assert not re.findall(r"https?://", page.replace("http://fake", ""))
+    assert "<link" not in page
+    data = json.loads(page.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert [(entry["stream"], entry["query"]) for entry in data["queries"]] == ids
+    for entry in data["queries"]:
+        assert set(entry["variants"]) == {"full", "short"}
+        assert entry["variants"]["short"]["overlap"] is not None
+    assert json.loads(written["json"].read_text(encoding="utf-8"))["variants"][0]["name"] == "full"

@@ -69,6 +69,7 @@ def test_records_of_a_full_run_carry_the_labels(tiny: TinyDataset, tmp_path: Pat
         "depth": RECORD_DEPTH,
         "seed": 0,
         "max_false_negatives": 60,
+        "pinned": False,
     }
     assert all(stream["shown"] <= 10 for stream in streams.values())
     assert len(queries["records"]) == sum(stream["shown"] for stream in streams.values())
@@ -180,3 +181,14 @@ def test_sample_is_bounded_seeded_and_puts_judged_queries_first() -> None:
         }
     ]
     assert set(queries["captions"]) >= {"c0", "c2"}
+
+
+def test_pinned_ids_replace_the_sample_in_stream_order() -> None:
+    data, task, top = toy_data(50)
+    pinned = {"t2t": ("c30", "c7", "missing"), "i2t": ("im1.png",)}
+    queries = query_records([([task], top)], {}, data, None, max_queries=2, seed=0, pinned=pinned)
+    assert [record["query"] for record in queries["records"]] == ["c7", "c30"]
+    assert queries["bound"]["pinned"] is True
+    assert queries["streams"][0]["shown"] == 2
+    unpinned = query_records([([task], top)], {}, data, None, max_queries=2, seed=0, pinned={})
+    assert unpinned["records"] == []
