@@ -7,6 +7,7 @@ bearer header (never in a URL, never stored). Left out of the OpenAPI document: 
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 from typing import Final
 
@@ -29,7 +30,9 @@ CONTENT_SECURITY_POLICY: Final = (
 )
 
 
+@cache
 def _static(name: str) -> bytes:
+    """A page file's bytes, read from the package once per process."""
     return resources.files("service").joinpath("static", name).read_bytes()
 
 

@@ -4,14 +4,19 @@ Console errors and uncaught page errors are collected so a test can require ther
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from playwright.sync_api import ConsoleMessage, Error, Page, sync_playwright
 
-from tests.conftest import require_tools
+from tests.conftest import REPO_ROOT, require_tools
+
+SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
+UPDATE_SCREENSHOTS = "CRISSCROSS_UPDATE_SCREENSHOTS"
 
 # No background networking: this machine's closed network refuses it, loudly.
 CHROMIUM_ARGS = (
@@ -65,3 +70,9 @@ def wait_until(page: Page, expression: str, timeout_s: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"still false after {timeout_s} s: {expression}")
         time.sleep(0.05)
+
+
+def screenshot_folder(scratch: Path) -> Path:
+    """Where a test's screenshots go: the README's ``docs/screenshots`` with
+    ``CRISSCROSS_UPDATE_SCREENSHOTS=1`` (``make screenshots``), else ``scratch``."""
+    return SCREENSHOTS if os.environ.get(UPDATE_SCREENSHOTS) == "1" else scratch

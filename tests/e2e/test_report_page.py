@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +19,7 @@ import pytest
 from benchmarks.report.writers import write_compare_outputs, write_quality_outputs
 from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.quality.run import run_quality
-from tests.conftest import REPO_ROOT
-from tests.e2e.browser import browser_page, wait_until
+from tests.e2e.browser import browser_page, screenshot_folder, wait_until
 from tests.fakes.fake_service import dual_tower_service
 from tests.fakes.fake_variants import two_variants
 from tests.fakes.tiny_data import TinyDataset
@@ -29,8 +27,6 @@ from tests.unit.benchmarks.runs.compare.test_run import config_for
 from tests.unit.benchmarks.runs.quality.test_run import images_config
 
 pytestmark = [pytest.mark.e2e]
-
-SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
 
 
 @pytest.fixture
@@ -99,7 +95,7 @@ def test_the_explorer_shows_the_judgments_of_a_chosen_query(
             ".every(i => i.complete && i.naturalWidth > 0)",
         )
         assert page.locator("#query-detail img").count() > 0  # image results show thumbnails
-        folder = SCREENSHOTS if os.environ.get("CRISSCROSS_UPDATE_SCREENSHOTS") == "1" else tmp_path
+        folder = screenshot_folder(tmp_path)
         page.locator("#explorer").screenshot(path=str(folder / "report-explorer.png"))
 
         cards = page.locator("[data-testid=false-negative]")
@@ -155,6 +151,6 @@ def test_the_compare_page_shows_the_variants_side_by_side(
         shared = len(full_ids & {result["id"] for result in short_record["results"]})
         assert int(overlap) == shared  # results in both top lists
         assert page.locator("[data-testid=headline-row]").count() > 0
-        folder = SCREENSHOTS if os.environ.get("CRISSCROSS_UPDATE_SCREENSHOTS") == "1" else tmp_path
+        folder = screenshot_folder(tmp_path)
         page.locator("#explorer").screenshot(path=str(folder / "report-compare.png"))
         assert browser.errors == []

@@ -11,7 +11,6 @@ screenshots``) they replace the README's in ``docs/screenshots/``: look at them 
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,14 +19,11 @@ import httpx
 import pytest
 
 from index_builder.__main__ import main as index_main
-from tests.conftest import REPO_ROOT
-from tests.e2e.browser import BrowserPage, browser_page, wait_until
+from tests.e2e.browser import BrowserPage, browser_page, screenshot_folder, wait_until
 from tests.e2e.conftest import LiveService, build_scenes_roots, start_service, stop_service
 
 pytestmark = [pytest.mark.e2e]
 
-SCREENSHOTS = REPO_ROOT / "docs" / "screenshots"
-UPDATE_SCREENSHOTS = "CRISSCROSS_UPDATE_SCREENSHOTS"
 READ_KEY = "page-test-read-key-0123456789"
 TIMEOUT_MS = 30_000
 
@@ -73,7 +69,7 @@ def page(service: LiveService) -> Iterator[BrowserPage]:
 
 
 def screenshot(browser: BrowserPage, name: str, factory: pytest.TempPathFactory) -> None:
-    folder = SCREENSHOTS if os.environ.get(UPDATE_SCREENSHOTS) == "1" else factory.getbasetemp()
+    folder = screenshot_folder(factory.getbasetemp())
     browser.page.screenshot(path=str(folder / name), full_page=True)
 
 
