@@ -17,6 +17,9 @@ Examples::
 
     python -m benchmarks cider --data ../shared/data --split val   # CIDEr-D matrix + parity
 
+    python -m benchmarks sweep --url http://127.0.0.1:8000 --collection captions \\
+        --queries 200 --out reports/sweep          # sweep.json/.md, sweep.png
+
 ``cxc`` writes ``report.json``, ``report.md`` and PNG plots into ``--out``; ``load`` writes
 ``load.json``, ``load.md``, ``load.png`` and ``load_latency.png``. Both print the Markdown report
 to stdout. Exit status: 0 on success, 1 when the service or the data refused the run, 2 on bad
@@ -42,6 +45,7 @@ from benchmarks.report.writers import (
     write_compare_outputs,
     write_load_outputs,
     write_quality_outputs,
+    write_sweep_outputs,
 )
 from benchmarks.runs.cider import CiderRunConfig, run_cider
 from benchmarks.runs.compare.config import CompareConfig
@@ -52,6 +56,8 @@ from benchmarks.runs.options import add_options, config_from_args
 from benchmarks.runs.quality.config import QualityRunConfig
 from benchmarks.runs.quality.run import run_quality
 from benchmarks.runs.setup_error import BenchmarkSetupError
+from benchmarks.runs.sweep.config import SweepConfig
+from benchmarks.runs.sweep.run import run_sweep
 
 ConfigT = TypeVar("ConfigT")
 RunT = TypeVar("RunT")
@@ -107,6 +113,15 @@ COMMANDS: tuple[Command[Any, Any], ...] = (
         run_compare,
         write_compare_outputs,
         "comparison",
+    ),
+    Command(
+        "sweep",
+        "one approximate index across the values of its search parameter (nprobe, "
+        "ef_search): recall@10 against exact search and latency, a table and a plot",
+        SweepConfig,
+        run_sweep,
+        write_sweep_outputs,
+        "sweep",
     ),
 )
 """The report-writing subcommands, in ``--help`` order (``cider`` follows them)."""

@@ -26,6 +26,7 @@ from index_builder.bundle import BundleError, resolve_current, verify_bundle
 from index_builder.bundle_layout import CURRENT_FILE
 from index_builder.embed import BUILD_IMAGE_LIMITS
 from index_builder.field_schema import CorpusError
+from index_builder.index_plan import INDEX_KINDS, IndexPlanError, IndexSpec, parse_byte_size
 from index_builder.ingest import (
     BuildRefusedError,
     IngestOptions,
@@ -49,6 +50,16 @@ _OPTION_KINDS = {
     "max_image_pixels": ("images", "image_table"),
 }
 _INPUT_KINDS = ("captions", "texts", "images", "image_table")
+# Options that tune --index (dest → flag); each needs --index.
+_INDEX_OPTIONS = {
+    "target_recall": "--target-recall",
+    "memory_budget": "--memory-budget",
+    "nlist": "--nlist",
+    "pq_m": "--pq-m",
+    "hnsw_m": "--hnsw-m",
+    "tune_queries": "--tune-queries",
+    "on_disk": "--on-disk",
+}
 
 
 def _field_declaration(text: str) -> tuple[str, FieldType]:
@@ -66,6 +77,50 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{value} is not positive")
     return value
+
+
+def _byte_size(text: str) -> int:
+    try:
+        return parse_byte_size(text)
+    except IndexPlanError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _recall(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value} is not in (0, 1]")
+    return value
+
+
+def _index_spec(parser: argparse.ArgumentParser, args: argparse.Namespace) -> IndexSpec | None:
+    """The --index options as a spec (None without --index); a usage error where they clash."""
+    if args.index is None:
+        given = [flag for dest, flag in _INDEX_OPTIONS.items() if getattr(args, dest)]
+        if given:
+            parser.error(f"{given[0]} goes with --index")
+        return None
+    if args.pq_m is not None and args.index not in ("ivf-pq", "auto"):
+        parser.error(f"--pq-m goes with --index ivf-pq or auto, not {args.index}")
+    if args.hnsw_m is not None and args.index not in ("hnsw", "auto"):
+        parser.error(f"--hnsw-m goes with --index hnsw or auto, not {args.index}")
+    if args.pq_m is not None and args.hnsw_m is not None:
+        parser.error("--pq-m and --hnsw-m: give the one of the kind --index picks")
+    try:
+        return IndexSpec(
+            kind=args.index,
+            target_recall=args.target_recall if args.target_recall is not None else 0.95,
+            memory_budget_bytes=args.memory_budget,
+            nlist=args.nlist,
+            m=args.pq_m if args.pq_m is not None else args.hnsw_m,
+            held_out_queries=args.tune_queries or 1000,
+            on_disk=args.on_disk,
+        )
+    except IndexPlanError as exc:
+        parser.error(str(exc))
 
 
 def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
@@ -113,7 +168,8 @@ def _ingest(kind: str, args: argparse.Namespace) -> int:
         on_error=OnError(args.on_error or OnError.REFUSE.value),
         fields=declared,
         limits=limits,
-        factory=args.factory,
+        factory=args.factory or "Flat",
+        index=args.index_spec,
         limit=args.limit,
         progress=not args.no_progress,
     )
@@ -140,6 +196,7 @@ def _ingest(kind: str, args: argparse.Namespace) -> int:
 
 def _build(args: argparse.Namespace) -> int:
     kind = _check_options(args.parser, args)
+    args.index_spec = _index_spec(args.parser, args)
     if kind != "captions":
         return _ingest(kind, args)
     manifest = load_variant_manifest(args.variant)
@@ -163,7 +220,8 @@ def _build(args: argparse.Namespace) -> int:
         bundles_root=args.bundles_root,
         name=args.name,
         version=args.version,
-        factory=args.factory,
+        factory=args.factory or "Flat",
+        index=args.index_spec,
         progress=not args.no_progress,
     )
     print(version_dir)
@@ -176,6 +234,18 @@ def _verify(args: argparse.Namespace) -> int:
     manifest = verify_bundle(version_dir)
     counts = ", ".join(f"{name}={entry.count}" for name, entry in manifest.collections.items())
     print(f"ok {version_dir} variant={manifest.variant_name} dim={manifest.dim} {counts}")
+    for name, entry in manifest.collections.items():
+        tuning = entry.tuning
+        if tuning is None:
+            continue
+        shortfall = "met" if tuning.met else "NOT met"
+        disk = f", lists on disk in {entry.ivfdata_file}" if entry.ivfdata_file else ""
+        print(
+            f"  {name}: {tuning.index_kind or entry.factory} {entry.factory}, "
+            f"{tuning.parameter}={tuning.value}, recall@10 {tuning.recall_at_10:.4f} on "
+            f"{tuning.held_out_queries} held-out queries (target {tuning.target_recall}, "
+            f"{shortfall}){disk}"
+        )
     return 0
 
 
@@ -236,7 +306,43 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--bundles-root", type=Path, default=Path("artifacts/bundles"))
     build.add_argument("--name", required=True, help="bundle name, e.g. coco-captions")
     build.add_argument("--version", default=None, help="version name (default: UTC timestamp)")
-    build.add_argument("--factory", default="Flat", help="faiss index_factory string")
+    index = build.add_mutually_exclusive_group()
+    index.add_argument(
+        "--factory",
+        default=None,
+        help="faiss index_factory string, built as is, untuned (default Flat)",
+    )
+    index.add_argument(
+        "--index",
+        choices=list(INDEX_KINDS),
+        default=None,
+        help="index kind, planned and tuned to --target-recall (docs/indexes.md)",
+    )
+    build.add_argument(
+        "--target-recall", type=_recall, default=None, help="--index: recall@10 to reach (0.95)"
+    )
+    build.add_argument(
+        "--memory-budget",
+        type=_byte_size,
+        default=None,
+        help="--index: the index's memory, e.g. 512MiB, 2GiB, or bytes",
+    )
+    build.add_argument("--nlist", type=_positive, default=None, help="--index ivf-*: lists")
+    build.add_argument(
+        "--pq-m", type=_positive, default=None, help="--index ivf-pq: sub-quantizers (code bytes)"
+    )
+    build.add_argument("--hnsw-m", type=_positive, default=None, help="--index hnsw: links (32)")
+    build.add_argument(
+        "--tune-queries",
+        type=_positive,
+        default=None,
+        help="--index: held-out stored rows the tuning queries with (1000)",
+    )
+    build.add_argument(
+        "--on-disk",
+        action="store_true",
+        help="--index ivf-flat/ivf-pq: inverted lists in a .ivfdata file, merged from parts",
+    )
     build.add_argument("--limit", type=int, default=None, help="use only the first N records")
     build.add_argument("--providers", choices=["auto", "cpu", "cuda"], default="auto")
     build.add_argument("--no-progress", action="store_true", help="hide the progress bars")
@@ -258,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in refused.lines():
             print(f"error: {line}" if line is refused.headline else line, file=sys.stderr)
         return 1
-    except (BundleError, VariantError, FormatError, CorpusError, OSError) as exc:
+    except (BundleError, VariantError, FormatError, CorpusError, IndexPlanError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -19,6 +19,7 @@ from formats.hashing import sha256_file
 from formats.karpathy import CaptionRecord, ImageEntry, images_of_captions
 from index_builder.bundle import BundleError, CollectionInput, write_bundle
 from index_builder.embed import embed_image_files, embed_texts
+from index_builder.index_plan import IndexSpec
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +53,11 @@ class BuildInputs:
 
 
 def _captions_collection(
-    encoder: TextEncoderProtocol, records: Sequence[CaptionRecord], factory: str, progress: bool
+    encoder: TextEncoderProtocol,
+    records: Sequence[CaptionRecord],
+    factory: str,
+    index: IndexSpec | None,
+    progress: bool,
 ) -> tuple[CollectionInput, float]:
     started = time.perf_counter()
     vectors = embed_texts(encoder, [record.text for record in records], progress=progress)
@@ -70,6 +75,7 @@ def _captions_collection(
         metadata=[caption_metadata(record) for record in records],
         vectors=vectors,
         factory=factory,
+        index=index,
     )
     return collection, seconds
 
@@ -79,6 +85,7 @@ def _images_collection(
     images: Sequence[ImageEntry],
     images_dir: Path,
     factory: str,
+    index: IndexSpec | None,
     progress: bool,
 ) -> tuple[CollectionInput, float]:
     paths = [images_dir / image.filename for image in images]
@@ -104,6 +111,7 @@ def _images_collection(
         metadata=[image_metadata(image) for image in images],
         vectors=vectors,
         factory=factory,
+        index=index,
         image_paths=paths,
     )
     return collection, seconds
@@ -118,12 +126,14 @@ def build_bundle(
     name: str,
     version: str | None = None,
     factory: str = "Flat",
+    index: IndexSpec | None = None,
     progress: bool = True,
 ) -> Path:
     """Embed the corpus with the towers given and write one bundle; returns its version folder.
 
     Both encoders, when given, must be towers of one variant (same name and fingerprint).
-    ``CURRENT`` points at the new version once it is complete.
+    ``CURRENT`` points at the new version once it is complete. ``index`` plans and tunes each
+    collection's index (docs/indexes.md) instead of building ``factory`` as it is.
     """
     encoders = [encoder for encoder in (text_encoder, image_encoder) if encoder is not None]
     if not encoders:
@@ -137,12 +147,17 @@ def build_bundle(
     timings: dict[str, float] = {}
     if text_encoder is not None:
         captions, timings["captions"] = _captions_collection(
-            text_encoder, inputs.records, factory, progress
+            text_encoder, inputs.records, factory, index, progress
         )
         collections.append(captions)
     if image_encoder is not None and inputs.images_dir is not None:
         images, timings["images"] = _images_collection(
-            image_encoder, images_of_captions(inputs.records), inputs.images_dir, factory, progress
+            image_encoder,
+            images_of_captions(inputs.records),
+            inputs.images_dir,
+            factory,
+            index,
+            progress,
         )
         collections.append(images)
     build_info: dict[str, object] = {
@@ -176,6 +191,7 @@ def build_captions_bundle(
     source: Path | None = None,
     version: str | None = None,
     factory: str = "Flat",
+    index: IndexSpec | None = None,
     progress: bool = True,
 ) -> Path:
     """A text-only bundle with one ``captions`` collection (see :func:`build_bundle`)."""
@@ -187,5 +203,6 @@ def build_captions_bundle(
         name=name,
         version=version,
         factory=factory,
+        index=index,
         progress=progress,
     )

@@ -51,6 +51,10 @@ from index_builder.columns import (
 )
 from index_builder.faiss_index import build_index
 from index_builder.id_table import DuplicateIdError, IdTable
+from index_builder.index_plan import IndexSpec
+from index_builder.index_tuning import IndexTuning, set_search_parameter
+from index_builder.index_writer import write_planned_index
+from index_builder.ivf_merge import read_on_disk_index
 from index_builder.thumbnails import (
     Thumbnails,
     ThumbnailsError,
@@ -88,6 +92,12 @@ class CollectionManifest(BaseModel):
     thumbnails_file: str | None = None
     """The rows' thumbnails (JPEGs back to back) and their offsets; None without images."""
     thumbnail_offsets_file: str | None = None
+    tuning: IndexTuning | None = None
+    """An approximate index's measured recall and the search parameter chosen for it; None for
+    an exact (flat) index."""
+    ivfdata_file: str | None = None
+    """An IVF index's on-disk inverted lists, beside ``index_file`` (read with
+    ``IO_FLAG_ONDISK_SAME_DIR``); None when the index is wholly in ``index_file``."""
 
 
 class BundleManifest(BaseModel):
@@ -126,6 +136,9 @@ class CollectionInput:
     image_paths: Sequence[Path] | None = None
     """The image file of each row, for a collection of images: the bundle then keeps a small
     thumbnail of each (:mod:`index_builder.thumbnails`)."""
+    index: IndexSpec | None = None
+    """The index to plan, build and tune (:mod:`index_builder.index_plan`); None builds
+    ``factory`` as it is, untuned (``search_params`` empty)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +161,8 @@ class LoadedCollection:
     """The typed metadata columns filters read, by field name."""
     thumbnails: Thumbnails | None = None
     """Each row's thumbnail, for a collection of images built with them."""
+    tuning: IndexTuning | None = None
+    """What the build measured of an approximate index (None for a flat one)."""
 
     @property
     def fields(self) -> dict[str, FieldType]:
@@ -232,11 +247,19 @@ def _validate_input(collection: CollectionInput) -> np.ndarray:
 
 def _write_collection(folder: Path, collection: CollectionInput) -> CollectionManifest:
     vectors = _validate_input(collection)
-    index = build_index(vectors, collection.factory)
     index_file = f"{collection.name}.faiss"
+    factory = collection.factory
+    search_params: dict[str, float | int | str] = {}
+    tuning: IndexTuning | None = None
+    ivfdata_file: str | None = None
+    if collection.index is None:
+        faiss.write_index(build_index(vectors, factory), str(folder / index_file))
+    else:
+        written = write_planned_index(folder, collection.name, vectors, collection.index)
+        factory, search_params = written.plan.factory, written.search_params
+        tuning, ivfdata_file = written.tuning, written.ivfdata_file
     ids_file = f"{collection.name}.ids.jsonl"
     vectors_file = f"{collection.name}.vectors.npy"
-    faiss.write_index(index, str(folder / index_file))
     with (folder / ids_file).open("w", encoding="utf-8") as handle:
         for item_id, metadata in zip(collection.ids, collection.metadata, strict=True):
             if "id" in metadata:
@@ -266,13 +289,15 @@ def _write_collection(folder: Path, collection: CollectionInput) -> CollectionMa
         index_file=index_file,
         ids_file=ids_file,
         vectors_file=vectors_file,
-        factory=collection.factory,
+        factory=factory,
         metric="ip",
-        search_params={},
+        search_params=search_params,
         fields=fields,
         columns_file=columns_file,
         thumbnails_file=thumbnails_file,
         thumbnail_offsets_file=offsets_file,
+        tuning=tuning,
+        ivfdata_file=ivfdata_file,
     )
 
 
@@ -293,7 +318,9 @@ def write_bundle(
     Files go into a temporary sibling folder, are fsynced, hashed into the manifest and the
     folder is renamed into place; with ``make_current`` the ``CURRENT`` pointer is then
     switched. An existing version is never overwritten. ``extra_files`` (plain names → bytes,
-    e.g. a build report) are written and hashed beside the collections.
+    e.g. a build report) are written and hashed beside the collections. A collection with an
+    ``index`` spec gets a planned, tuned index; ``index_builder.index_plan.IndexPlanError`` when
+    it cannot have it (nothing is written then).
     """
     if not VERSION_PATTERN.match(name):
         raise BundleError(f"bundle name {name!r} is not a plain folder name")
@@ -406,7 +433,8 @@ def verify_bundle(version_dir: Path) -> BundleManifest:
         raise BundleError(f"{version_dir}: manifest names version {manifest.version!r}")
     for collection in manifest.collections.values():
         listed = (collection.index_file, collection.ids_file, collection.vectors_file)
-        for filename in listed + ((collection.columns_file,) if collection.columns_file else ()):
+        optional = (collection.columns_file, collection.ivfdata_file)
+        for filename in listed + tuple(name for name in optional if name):
             if filename not in manifest.files:
                 raise BundleError(f"{version_dir}: {filename} is not hashed in the manifest")
     for filename, expected in manifest.files.items():
@@ -442,7 +470,17 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
     # Memory-mapped, read-only: the pages are the page cache's, so every worker process that
     # serves this version shares one copy (a flat index's codes are mapped the same way).
     vectors = np.load(version_dir / entry.vectors_file, mmap_mode="r", allow_pickle=False)
-    index = faiss.read_index(str(version_dir / entry.index_file), faiss.IO_FLAG_MMAP_IFC)
+    if entry.ivfdata_file is not None:
+        # The .faiss names its lists by the staging folder's path: read them from beside it.
+        if entry.ivfdata_file != Path(entry.index_file).with_suffix(".ivfdata").name:
+            raise BundleError(f"{version_dir}: {name} ivfdata file must sit beside its index")
+        index = read_on_disk_index(version_dir / entry.index_file)
+    else:
+        index = faiss.read_index(str(version_dir / entry.index_file), faiss.IO_FLAG_MMAP_IFC)
+    for parameter, value in sorted(entry.search_params.items()):
+        if isinstance(value, str):
+            raise BundleError(f"{version_dir}: {name} search parameter {parameter} is not a number")
+        set_search_parameter(index, parameter, value)
     if not (len(ids) == vectors.shape[0] == index.ntotal == entry.count):
         raise BundleError(
             f"{version_dir}: {name} counts disagree (manifest {entry.count}, ids {len(ids)}, "
@@ -474,6 +512,7 @@ def _load_collection(version_dir: Path, name: str, entry: CollectionManifest) ->
         search_params=dict(entry.search_params),
         columns=columns,
         thumbnails=thumbnails,
+        tuning=entry.tuning,
     )
 
 

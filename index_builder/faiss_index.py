@@ -25,3 +25,26 @@ def build_index(vectors: np.ndarray, factory: str = "Flat") -> Any:
         index.train(data)
     index.add(data)
     return index
+
+
+def training_sample(vectors: np.ndarray, rows: int, seed: int) -> np.ndarray:
+    """A seeded sample of ``rows`` stored vectors (all of them, in order, when rows >= n)."""
+    count = int(vectors.shape[0])
+    if rows >= count:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    chosen = np.sort(np.random.default_rng(seed).choice(count, size=rows, replace=False))
+    return np.ascontiguousarray(vectors[chosen], dtype=np.float32)
+
+
+def trained_empty_index(factory: str, sample: np.ndarray) -> Any:
+    """An empty inner-product index of ``factory``, trained on ``sample`` when it needs it."""
+    data = np.ascontiguousarray(sample, dtype=np.float32)
+    if data.ndim != 2 or data.shape[0] == 0:
+        raise ValueError(f"a training sample must be a non-empty [n, d] matrix, got {data.shape}")
+    try:
+        index = faiss.index_factory(int(data.shape[1]), factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ValueError(f"faiss cannot build factory string {factory!r}: {exc}") from exc
+    if not index.is_trained:
+        index.train(data)
+    return index

@@ -39,6 +39,7 @@ from index_builder.bundle import COLLECTION_PATTERN, CollectionInput, write_bund
 from index_builder.embed import BUILD_IMAGE_LIMITS, embed_images, embed_texts
 from index_builder.field_schema import CorpusError
 from index_builder.image_checks import check_image_file, image_problem
+from index_builder.index_plan import IndexSpec
 from index_builder.items import BadItem, ImageItem, TextItem
 from index_builder.sources import (
     Corpus,
@@ -75,13 +76,15 @@ def default_collection_name(bundle_name: str) -> str:
 @dataclass(frozen=True)
 class IngestOptions:
     """How to build: the collection's name, the bad-item policy, declared field types, image
-    limits, the faiss factory, an item limit, progress bars and batch sizes."""
+    limits, the faiss factory or an index spec, an item limit, progress bars and batch sizes."""
 
     collection: str
     on_error: OnError = OnError.REFUSE
     fields: Mapping[str, FieldType] = field(default_factory=dict)
     limits: ImageLimits = BUILD_IMAGE_LIMITS
     factory: str = "Flat"
+    index: IndexSpec | None = None
+    """A planned, tuned index (docs/indexes.md) instead of ``factory``."""
     limit: int | None = None
     progress: bool = True
     text_batch_size: int = 256
@@ -191,7 +194,9 @@ def ingest(
 
     Raises :class:`BuildRefusedError` (bad items under ``refuse``, or none left),
     :class:`CorpusError` (inputs unusable as a whole), ``formats.errors.FormatError`` (a file of
-    no readable format) or ``index_builder.bundle.BundleError``; nothing is written then.
+    no readable format), ``index_builder.bundle.BundleError`` or
+    ``index_builder.index_plan.IndexPlanError`` (an index the collection cannot have); nothing
+    is written then.
     """
     if not COLLECTION_PATTERN.match(options.collection):
         raise CorpusError(
@@ -275,6 +280,7 @@ def ingest(
         metadata=metadata,
         vectors=vectors,
         factory=options.factory,
+        index=options.index,
         fields=read_items.schema.types,
         image_paths=image_paths,
     )

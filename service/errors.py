@@ -29,6 +29,7 @@ from service.exceptions import (
     NotFoundError,
     OverloadedError,
     RefusalReason,
+    SearchParamNotApplicableError,
     ShuttingDownError,
 )
 from service.request_context import request_id_of
@@ -43,6 +44,7 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
+    SEARCH_PARAM_NOT_APPLICABLE = "search_param_not_applicable"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     BUNDLE_REJECTED = "bundle_rejected"
     OVERLOADED = "overloaded"
@@ -57,6 +59,7 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.NOT_FOUND: 404,
+    ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 422,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.BUNDLE_REJECTED: 409,
     ErrorCode.OVERLOADED: 503,
@@ -67,6 +70,7 @@ STATUS_OF: Mapping[ErrorCode, int] = {
 CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     NotFoundError: ErrorCode.NOT_FOUND,
     InvalidQueryError: ErrorCode.INVALID_INPUT,
+    SearchParamNotApplicableError: ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
     OverloadedError: ErrorCode.OVERLOADED,
     ShuttingDownError: ErrorCode.NOT_READY,
     BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
@@ -88,7 +92,13 @@ base64 → 422."""
 _CODE_OF_STATUS: Mapping[int, ErrorCode] = {
     status: code
     for code, status in STATUS_OF.items()
-    if code not in {ErrorCode.OVERLOADED, ErrorCode.NOT_READY, ErrorCode.BUNDLE_REJECTED}
+    if code
+    not in {
+        ErrorCode.OVERLOADED,
+        ErrorCode.NOT_READY,
+        ErrorCode.BUNDLE_REJECTED,
+        ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+    }
 }
 
 

@@ -32,6 +32,11 @@ class InvalidQueryError(DomainError):
     of the wrong dimension, an input the encoder gives no finite vector for."""
 
 
+class SearchParamNotApplicableError(DomainError):
+    """A request's search parameters do not fit the collection's index: ``nprobe`` on an index
+    that is not IVF (or above its ``nlist``), ``ef_search`` on one that is not HNSW."""
+
+
 class OverloadedError(DomainError):
     """The encoder's queue is full, or the request's deadline passed while it waited; retry
     after ``retry_after_s`` seconds."""

@@ -104,6 +104,7 @@ def place_index(
     device: FaissDevice,
     *,
     search_params: Mapping[str, float | int | str] | None = None,
+    on_disk: bool = False,
     module: Any = faiss,
 ) -> Placement:
     """Place a loaded CPU ``index`` for serving according to the ``device`` setting.
@@ -115,11 +116,21 @@ def place_index(
       the CPU.
 
     ``search_params`` (``nprobe``, ...) must already be set on ``index``; they are set again on
-    the GPU clone with ``GpuParameterSpace`` (which knows GPU index kinds). ``module`` is the
-    faiss module (a fake in tests).
+    the GPU clone with ``GpuParameterSpace`` (which knows GPU index kinds). An index whose
+    inverted lists are ``on_disk`` (built for collections larger than memory) stays on the CPU:
+    a GPU clone would copy every list into GPU memory. ``module`` is the faiss module (a fake
+    in tests).
     """
     if device == "cpu":
         return Placement(index, "cpu", "faiss_device=cpu")
+    if on_disk:
+        reason = "its inverted lists are on disk (OnDiskInvertedLists), read where they lie"
+        if device == "gpu":
+            raise FaissPlacementError(
+                f"faiss_device=gpu but {reason}: a GPU would need them all in its memory; "
+                "build the collection without --on-disk, or use faiss_device=auto/cpu"
+            )
+        return Placement(index, "cpu", reason)
     if faiss_gpu_count(module) == 0:
         reason = (
             "faiss sees no GPU"

@@ -12,6 +12,20 @@ numpy's BLAS did 256 queries x 25,000 rows x 384 in 0.07 s on this 2-core machin
 bundled one took 0.74 s (one query: 2.5 ms against 3.6 ms). Filtered searches keep faiss's ID
 selectors; other index kinds, and indexes on a GPU, are searched by faiss.
 
+A request may override an approximate index's search parameters (``nprobe``, ``efSearch``;
+:mod:`service.search_params`): they are handed to faiss with the search (with the ID selector
+of a filtered search), never set on the shared index; an override on a GPU-placed index
+searches its CPU original. ``exact`` searches the stored vectors with numpy whatever the index
+is, filtered or not, with a flat index's rescoring: its answers are a flat index's.
+
+Approximate indexes rank by their own scores (an IVF-PQ index's are approximate) with the same
+tie rule. A page is a slice of one ranking: an IVF index scans the same ``nprobe`` lists
+however deep it is asked, so consecutive pages continue each other exactly; an HNSW index
+explores ``max(efSearch, depth)`` candidates, so pages continue each other exactly while the
+depth (``offset + k``, plus one row) stays within ``efSearch``. An index that returns fewer
+rows than asked (an IVF index whose probed lists hold fewer, faiss's ``-1`` padding) ends the
+ranking there: the fetch loop stops and the page holds what was found.
+
 faiss answers a non-finite query with garbage rows rather than an error; every vector that
 reaches :func:`nearest` has been checked where it was made (encoder rows by the batcher, a
 client's vector by :func:`service.searcher.normalised_query_vector`, stored vectors when their
@@ -30,7 +44,7 @@ import numpy as np
 from index_builder.bundle import LoadedCollection
 from index_builder.columns import Mask
 from service.catalog import ServedCollection
-from service.index_placement import GpuSearchIndex
+from service.search_params import DEFAULT_PARAMS, EffectiveParams, cpu_index, faiss_parameters
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +75,32 @@ def _numpy_searchable(collection: LoadedCollection) -> bool:
 
 
 def _candidates(
-    collection: LoadedCollection, queries: np.ndarray, fetch: int
+    collection: LoadedCollection,
+    queries: np.ndarray,
+    fetch: int,
+    *,
+    exact: bool = False,
+    keep: Mask | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``fetch`` best rows of every query (float32 ``[n, d]``), unordered, as faiss's
-    ``search`` returns them: (scores float32 ``[n, fetch]``, rows int64 ``[n, fetch]``)."""
-    if not _numpy_searchable(collection):
+    ``search`` returns them: (scores float32 ``[n, fetch]``, rows int64 ``[n, fetch]``).
+
+    ``exact`` multiplies by the stored vectors whatever the index is, among the ``keep`` rows
+    (None: all; ``fetch`` must not exceed the kept rows); else a flat index's stored vectors,
+    or the index itself, are searched (``keep`` must then be None)."""
+    if not (exact or _numpy_searchable(collection)):
         scores, rows = collection.index.search(queries, fetch)
         return scores, rows
     vectors, count = collection.vectors, collection.count
+    dropped = None if keep is None else ~keep
     step = max(1, _BLOCK_CELLS // max(count, 1))
     all_scores = np.empty((len(queries), fetch), dtype=np.float32)
     all_rows = np.empty((len(queries), fetch), dtype=np.int64)
     for start in range(0, len(queries), step):
         block = queries[start : start + step] @ vectors.T
+        if dropped is not None:
+            # Left-out rows rank below every kept one; fetch <= kept rows never reaches them.
+            block[:, dropped] = -np.inf
         if fetch >= count:
             rows = np.broadcast_to(np.arange(count, dtype=np.int64), block.shape)
         else:
@@ -94,6 +121,7 @@ def nearest(
     *,
     offset: int = 0,
     allowed: Mask | None = None,
+    params: EffectiveParams = DEFAULT_PARAMS,
 ) -> list[SearchHit]:
     """Ranks ``offset + 1`` to ``offset + k`` of ``served`` for ``query`` (float32 ``[dim]``,
     finite), among the rows ``allowed`` keeps (None: every row) less the ids in ``exclude``
@@ -103,8 +131,10 @@ def nearest(
     exactly. Fewer rows than asked for gives every remaining one. A restricted search hands
     faiss an ID selector (a bitmap of the kept rows): the index never returns a row outside it,
     so the top-k is the exact top-k of the kept rows on a flat index. ``faiss_threads`` > 0
-    caps faiss's OpenMP threads on the calling thread (0: faiss's default). Blocking (runs
-    faiss); call it off the event loop. A query of the wrong dimension is a bug (RuntimeError).
+    caps faiss's OpenMP threads on the calling thread (0: faiss's default). ``params`` are the
+    search parameters (:func:`service.search_params.resolve`: checked against the index).
+    Blocking (runs faiss); call it off the event loop. A query of the wrong dimension is a bug
+    (RuntimeError).
     """
     # OpenMP's thread count is a per-thread setting: set in the main thread it would not reach
     # the worker threads, whose searches would each spin up a team of one thread per core.
@@ -122,19 +152,23 @@ def nearest(
     wanted = min(offset + k, selectable)
     if wanted <= offset:
         return []
-    index, params = collection.index, None
-    if keep is not None:
-        index, params = _restricted(collection.index, keep)
+    index, search_params = collection.index, None
+    if not params.exact and (keep is not None or params.overridden):
+        index, search_params = _restricted(collection.index, keep, params)
     # Rows beyond the cut show whether the last kept score ties with an unfetched row.
-    fetch = min(selectable, wanted + 1 + _extra_fetch(collection))
+    fetch = min(selectable, wanted + 1 + _extra_fetch(collection, params))
     while True:
-        scores, rows = (
-            _candidates(collection, vector, fetch)
-            if params is None
-            else index.search(vector, fetch, params=params)
-        )
+        if params.exact:
+            scores, rows = _candidates(collection, vector, fetch, exact=True, keep=keep)
+        elif search_params is None:
+            scores, rows = _candidates(collection, vector, fetch)
+        else:
+            scores, rows = index.search(vector, fetch, params=search_params)
+        # Fewer rows than asked (faiss pads with -1): the index has no more to give.
         exhausted = fetch >= selectable or int(np.count_nonzero(rows[0] >= 0)) < fetch
-        top = _ranked(collection, vector[0], scores[0], rows[0], _NO_ROWS, wanted, exhausted)
+        top = _ranked(
+            collection, vector[0], scores[0], rows[0], _NO_ROWS, wanted, exhausted, params
+        )
         if top is not None:
             return _hits(collection, top[0][offset:], top[1][offset:], offset)
         # A run of equal scores may cross the cut: rows with a lower number may be unfetched.
@@ -146,6 +180,7 @@ def nearest_many(
     queries: np.ndarray,
     pages: Sequence[tuple[int, int, Collection[str]]],
     faiss_threads: int = 0,
+    params: EffectiveParams = DEFAULT_PARAMS,
 ) -> list[list[SearchHit]]:
     """:func:`nearest` for several queries without a filter (float32 ``[n, dim]``) at once, one
     ``(k, offset, exclude)`` page each: one search for all of them, deep enough for the
@@ -153,7 +188,7 @@ def nearest_many(
     holds the top ``k`` of the rows left after excluding ``e``); a query whose cut falls inside
     a run of equal scores is searched again alone. Same answers as :func:`nearest` query by
     query, without an ID selector per query (a selector search scans rows one by one, where the
-    batch is one matrix product)."""
+    batch is one matrix product). Every query runs with the same search ``params``."""
     if faiss_threads > 0:
         faiss.omp_set_num_threads(faiss_threads)
     collection = served.collection
@@ -167,10 +202,14 @@ def nearest_many(
         (offset + k + len(rows) for (k, offset, _), rows in zip(pages, excluded, strict=True)),
         default=0,
     )
-    fetch = min(count, deepest + 1 + _extra_fetch(collection))
+    fetch = min(count, deepest + 1 + _extra_fetch(collection, params))
     if fetch <= 0:
         return [[] for _ in pages]
-    scores, rows = _candidates(collection, matrix, fetch)
+    if params.overridden and not params.exact:
+        index, search_params = _restricted(collection.index, None, params)
+        scores, rows = index.search(matrix, fetch, params=search_params)
+    else:
+        scores, rows = _candidates(collection, matrix, fetch, exact=params.exact)
     answers: list[list[SearchHit]] = []
     for position, (k, offset, exclude) in enumerate(pages):
         dropped = excluded[position]
@@ -183,9 +222,12 @@ def nearest_many(
             dropped,
             wanted,
             exhausted=fetch >= count,
+            params=params,
         )
         if top is None:
-            answers.append(nearest(served, matrix[position], k, exclude, offset=offset))
+            answers.append(
+                nearest(served, matrix[position], k, exclude, offset=offset, params=params)
+            )
         else:
             answers.append(_hits(collection, top[0][offset:], top[1][offset:], offset))
     return answers
@@ -200,8 +242,14 @@ _SCORE_SLACK = 1e-5
 _EXTRA_FETCH = 16
 
 
-def _extra_fetch(collection: LoadedCollection) -> int:
-    return _EXTRA_FETCH if collection.factory == "Flat" else 0
+def _rescored(collection: LoadedCollection, params: EffectiveParams) -> bool:
+    """Whether a search's fetched rows are scored again from the stored vectors: a flat
+    index's, and every exact search's."""
+    return params.exact or collection.factory == "Flat"
+
+
+def _extra_fetch(collection: LoadedCollection, params: EffectiveParams) -> int:
+    return _EXTRA_FETCH if _rescored(collection, params) else 0
 
 
 def _ranked(
@@ -212,15 +260,16 @@ def _ranked(
     dropped: np.ndarray,
     wanted: int,
     exhausted: bool,
+    params: EffectiveParams = DEFAULT_PARAMS,
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The top ``wanted`` (scores, rows) of one query's fetched rows (faiss's -1 padding and
     the ``dropped`` rows left out) by score descending then row ascending; None when an
     unfetched row might still belong there (the fetch was not deep enough past the cut).
 
-    A flat index's rows are scored again from the stored vectors in float64, one row at a time
-    in a fixed order: every path (a matrix product, faiss's selector search, a GPU) then gives
-    a row the same score, so equal rows tie exactly and the tie rule, not rounding, orders
-    them."""
+    A flat index's rows (and an exact search's) are scored again from the stored vectors in
+    float64, one row at a time in a fixed order: every path (a matrix product, faiss's selector
+    search, a GPU) then gives a row the same score, so equal rows tie exactly and the tie rule,
+    not rounding, orders them."""
     fetched = rows >= 0
     valid = fetched.copy()
     if len(dropped):
@@ -228,7 +277,7 @@ def _ranked(
     found_rows = rows[valid].astype(np.int64)
     found_scores = scores[valid]
     slack = 0.0
-    if collection.factory == "Flat":
+    if _rescored(collection, params):
         exact = np.einsum(
             "ij,j->i",
             collection.vectors[found_rows].astype(np.float64),
@@ -277,29 +326,20 @@ def kept_rows(
     return None if bool(keep.all()) else keep
 
 
-def _restricted(index: Any, keep: Mask) -> tuple[Any, Any]:
-    """The index to search with a selector of the ``keep`` rows, and its search parameters.
+def _restricted(index: Any, keep: Mask | None, params: EffectiveParams) -> tuple[Any, Any]:
+    """The index to search with a selector of the ``keep`` rows (None: every row) and the
+    search ``params``, and faiss's per-search parameters saying so.
 
-    A GPU-placed index is searched through its CPU original (faiss's GPU indexes take no ID
-    selectors); an IVF or HNSW index keeps its own nprobe / efSearch.
+    A GPU-placed index is searched through its CPU original (faiss's GPU indexes take neither
+    ID selectors nor per-search parameters); an IVF or HNSW index keeps its own nprobe /
+    efSearch unless ``params`` override them.
     """
-    if isinstance(index, GpuSearchIndex):
-        index = index.cpu
-    bitmap = np.packbits(keep, bitorder="little")
-    swig: Any = faiss  # the selector and parameter classes are missing from faiss's stubs
-    selector = swig.IDSelectorBitmap(bitmap)
-    # The selector reads the bitmap's memory: keep the array alive as long as the selector.
-    selector.referenced_bitmap = bitmap
-    params: Any
-    try:
-        ivf = faiss.extract_index_ivf(index)
-    except (RuntimeError, TypeError):  # not a faiss index of faiss's own (a test's fake)
-        ivf = None
-    if ivf is not None:
-        params = swig.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
-    elif hasattr(index, "hnsw"):
-        params = swig.SearchParametersHNSW(sel=selector, efSearch=index.hnsw.efSearch)
-    else:
-        params = swig.SearchParameters(sel=selector)
-    params.referenced_selector = selector
-    return index, params
+    index = cpu_index(index)
+    selector: Any = None
+    if keep is not None:
+        bitmap = np.packbits(keep, bitorder="little")
+        swig: Any = faiss  # the selector classes are missing from faiss's stubs
+        selector = swig.IDSelectorBitmap(bitmap)
+        # The selector reads the bitmap's memory: keep the array alive as long as the selector.
+        selector.referenced_bitmap = bitmap
+    return index, faiss_parameters(index, params, selector)

@@ -31,6 +31,7 @@ from service.catalog import (
 from service.exceptions import BundleRejectedError, NotFoundError, quoted
 from service.index_placement import FaissPlacementError, place_index
 from service.metrics import ServiceMetrics
+from service.search_params import on_disk
 from service.settings import Settings
 
 logger = logging.getLogger("crisscross.service")
@@ -105,7 +106,10 @@ def _placed(served: ServedCollection, settings: Settings) -> ServedCollection:
     collection = served.collection
     try:
         placement = place_index(
-            collection.index, settings.faiss_device, search_params=collection.search_params
+            collection.index,
+            settings.faiss_device,
+            search_params=collection.search_params,
+            on_disk=on_disk(collection),
         )
     except FaissPlacementError as exc:
         raise StoreLoadError(

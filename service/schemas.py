@@ -9,6 +9,7 @@ encoding, so one request model serves every configuration.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
@@ -26,11 +27,13 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypedDict
 
 from index_builder.bundle_layout import VERSION_PATTERN
 from service.errors import ErrorCode, ServiceError
 from service.filter_schema import Filter, check_filter_limits
 from service.images import ImagePayload, check_base64_length
+from service.search_params import SearchOverride
 from service.searcher import (
     ImageSide,
     ItemSide,
@@ -231,6 +234,59 @@ def _check_image_count(where: str, count: int, settings: Settings) -> None:
         )
 
 
+class SearchParams(_Request):
+    """Per-search parameters of an approximate index, or an exact search instead of it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"nprobe": 32}, {"ef_search": 128}, {"exact": True}]}
+    )
+
+    nprobe: JsonInteger | None = Field(
+        default=None,
+        ge=1,
+        description="Inverted lists an IVF index scans (1..max_nprobe and at most the index's "
+        "nlist); more finds more of the exact answers, slower. 422 "
+        "search_param_not_applicable on an index that is not IVF.",
+    )
+    ef_search: JsonInteger | None = Field(
+        default=None,
+        ge=1,
+        description="Candidates an HNSW index explores (1..max_ef_search); more finds more of "
+        "the exact answers, slower. 422 search_param_not_applicable on an index that is not "
+        "HNSW.",
+    )
+    exact: bool = Field(
+        default=False,
+        description="Search the stored vectors exactly (the answers of a flat index, same tie "
+        "rule), whatever the index is; not with nprobe or ef_search.",
+    )
+
+    @model_validator(mode="after")
+    def _exact_alone(self) -> SearchParams:
+        if self.exact and (self.nprobe is not None or self.ef_search is not None):
+            raise ValueError("'exact' cannot be combined with 'nprobe' or 'ef_search'")
+        return self
+
+    def override(self) -> SearchOverride:
+        """The search core's view of these parameters."""
+        return SearchOverride(nprobe=self.nprobe, ef_search=self.ef_search, exact=self.exact)
+
+    def check_limits(self, where: str, settings: Settings) -> None:
+        """Raise ``ServiceError`` invalid_input for ``nprobe`` above ``max_nprobe`` or
+        ``ef_search`` above ``max_ef_search``."""
+        if self.nprobe is not None and self.nprobe > settings.max_nprobe:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"{where}.nprobe: {self.nprobe} is more than max_nprobe={settings.max_nprobe}",
+            )
+        if self.ef_search is not None and self.ef_search > settings.max_ef_search:
+            raise ServiceError(
+                ErrorCode.INVALID_INPUT,
+                f"{where}.ef_search: {self.ef_search} is more than "
+                f"max_ef_search={settings.max_ef_search}",
+            )
+
+
 class SearchOptions(_Request):
     """What a search asks for besides its query (shared by the JSON and the upload route)."""
 
@@ -278,14 +334,25 @@ class SearchOptions(_Request):
         ],
     )
 
+    search_params: SearchParams | None = Field(
+        default=None,
+        description="Override the collection's search parameters for this search (its "
+        "defaults: GET /v1/collections): nprobe for an IVF index, ef_search for an HNSW one, "
+        "or exact=true for the exact answers whatever the index. Omitted: the defaults.",
+        examples=[{"nprobe": 32}, {"exact": True}],
+    )
+
     def page(self, where: str = "filter") -> PageRequest:
-        """The page this request asks for, as the search core takes it."""
+        """The page this request asks for, as the search core takes it; ``where`` locates its
+        filter (``searches.3.filter``), and its search parameters beside it."""
         return PageRequest(
             k=self.k,
             offset=self.offset,
             exclude=frozenset(self.exclude),
             filter=self.filter,
             where=where,
+            override=None if self.search_params is None else self.search_params.override(),
+            params_where=where.removesuffix("filter") + "search_params",
         )
 
     def check_limits(self, settings: Settings) -> None:
@@ -306,6 +373,8 @@ class SearchOptions(_Request):
                 ErrorCode.INVALID_INPUT,
                 f"exclude: {len(self.exclude)} ids, more than max_exclude={settings.max_exclude}",
             )
+        if self.search_params is not None:
+            self.search_params.check_limits("search_params", settings)
 
 
 class SearchRequest(SearchOptions):
@@ -404,6 +473,16 @@ class BulkSearchRequest(_Request):
         ]
 
 
+def _json_object(value: Any) -> Any:
+    # A form field is text: a JSON object there is parsed; anything else is left to the model.
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError("must be a JSON object") from None
+    return value
+
+
 class SearchUploadForm(SearchOptions):
     """The form fields of ``POST /v1/search/upload`` (besides the ``file`` part).
 
@@ -413,6 +492,11 @@ class SearchUploadForm(SearchOptions):
 
     model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
 
+    search_params: Annotated[SearchParams | None, BeforeValidator(_json_object)] = Field(
+        default=None,
+        description="As in POST /v1/search, sent as a JSON object in the form field, e.g. "
+        '{"nprobe": 32}.',
+    )
     filter: SkipJsonSchema[None] = Field(
         default=None,
         exclude=True,
@@ -545,6 +629,15 @@ class Timings(BaseModel):
     total: float = Field(description="From arrival to the response being built.")
 
 
+class AppliedSearchParams(TypedDict, total=False):
+    """The search parameters a search ran with: ``nprobe`` (IVF) or ``ef_search`` (HNSW), or
+    ``exact``; ``{}`` for a flat index searched as it is."""
+
+    nprobe: Annotated[int, Field(description="Inverted lists scanned (IVF).")]
+    ef_search: Annotated[int, Field(description="Candidates explored (HNSW).")]
+    exact: Annotated[bool, Field(description="True: the stored vectors were searched exactly.")]
+
+
 class SearchResult(BaseModel):
     """One hit: ``score`` is the cosine similarity, ``rank`` 1-based."""
 
@@ -568,6 +661,11 @@ class SearchResponse(BaseModel):
         default=None,
         description="The offset of the next page; null when this page reaches the last result.",
     )
+    search_params: AppliedSearchParams = Field(
+        default_factory=lambda: AppliedSearchParams(),
+        description="The search parameters used (the collection's defaults unless the request "
+        "overrode them); {} for a flat index.",
+    )
     timings_ms: Timings
 
 
@@ -580,6 +678,10 @@ class SearchPageResult(BaseModel):
     bundle: str
     bundle_version: str
     next_offset: int | None
+    search_params: AppliedSearchParams = Field(
+        default_factory=lambda: AppliedSearchParams(),
+        description="The search parameters used; {} for a flat index.",
+    )
 
 
 class BulkError(BaseModel):
@@ -686,6 +788,30 @@ class VariantsResponse(BaseModel):
     processes: ProcessInfo
 
 
+class SweepPointInfo(BaseModel):
+    """Recall and speed of one parameter value, measured when the bundle was built."""
+
+    value: int
+    recall_at_10: float
+    ms_per_query: float
+
+
+class IndexTuningInfo(BaseModel):
+    """What the build measured of an approximate index against exact search: recall@10 over
+    held-out queries for each value of its search parameter, and the value chosen for the
+    target recall (the collection's default)."""
+
+    target_recall: float
+    parameter: str = Field(description="'nprobe' (IVF) or 'efSearch' (HNSW).")
+    value: int = Field(description="The value chosen: the default of search_params.")
+    recall_at_10: float = Field(description="Recall@10 against exact search at that value.")
+    met: bool = Field(description="Whether that reached target_recall.")
+    held_out_queries: int
+    seed: int
+    queries: str = Field(description="Where the held-out queries came from.")
+    sweep: list[SweepPointInfo]
+
+
 class CollectionInfo(BaseModel):
     """A served collection."""
 
@@ -713,6 +839,25 @@ class CollectionInfo(BaseModel):
         default=False,
         description="Whether its items have thumbnails (GET /v1/thumbnails/{collection}/{id}): "
         "a collection built from image files.",
+    )
+    index_kind: str = Field(
+        default="flat",
+        description="'flat' (exact), 'hnsw', 'ivf_flat', 'ivf_pq' or 'other' (from the faiss "
+        "index type).",
+    )
+    search_params: AppliedSearchParams = Field(
+        default_factory=lambda: AppliedSearchParams(),
+        description="The search parameters a search uses unless it overrides them "
+        "(search_params of POST /v1/search); {} for a flat index.",
+    )
+    tuning: IndexTuningInfo | None = Field(
+        default=None,
+        description="The build's measurement of an approximate index against exact search; "
+        "null for a flat index (or a bundle built without one).",
+    )
+    on_disk: bool = Field(
+        default=False,
+        description="Whether an IVF index reads its inverted lists from a file on disk.",
     )
 
 

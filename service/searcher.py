@@ -40,6 +40,7 @@ from service.images import ImagePayload, decode_payload, payload_bytes
 from service.knn import SearchHit, kept_rows, nearest, nearest_many
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
+from service.search_params import DEFAULT_PARAMS, EffectiveParams, SearchOverride, resolve
 
 
 @dataclass(frozen=True)
@@ -138,13 +139,23 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
 @dataclass(frozen=True)
 class PageRequest:
     """What a search asks for besides its query: ``k`` hits from rank ``offset + 1`` on, among
-    the rows ``filter`` keeps (None: all), less the ids in ``exclude``."""
+    the rows ``filter`` keeps (None: all), less the ids in ``exclude``, searched with the
+    ``override``'s search parameters (None: the collection's defaults). ``where`` and
+    ``params_where`` locate the filter and the parameters in the request, for errors."""
 
     k: int
     offset: int = 0
     exclude: Collection[str] = ()
     filter: Filter | None = None
     where: str = "filter"
+    override: SearchOverride | None = None
+    params_where: str = "search_params"
+
+    def search_params(self, served: ServedCollection) -> EffectiveParams:
+        """The parameters the search of ``served`` runs with;
+        :class:`~service.exceptions.SearchParamNotApplicableError` when the override does not
+        fit its index."""
+        return resolve(served.collection, self.override, self.params_where)
 
     def allowed_rows(self, served: ServedCollection) -> Mask | None:
         """The filter's rows of ``served`` (None without a filter); :class:`InvalidQueryError`
@@ -154,13 +165,24 @@ class PageRequest:
         return filter_mask(self.filter, served.collection, self.where)
 
     def answer(
-        self, served: ServedCollection, allowed: Mask | None, hits: list[SearchHit]
+        self,
+        served: ServedCollection,
+        allowed: Mask | None,
+        hits: list[SearchHit],
+        params: EffectiveParams,
     ) -> SearchPage:
-        """``hits`` with the offset of the page after them (None when they reach the end)."""
+        """``hits`` with the offset of the page after them (None when they reach the end) and
+        the search ``params`` they were found with.
+
+        A page shorter than ``k`` has none: an exact search returned every remaining row, an
+        approximate index all it found."""
         keep = kept_rows(served.collection.count, served.collection.row_of, self.exclude, allowed)
         total = served.collection.count if keep is None else int(np.count_nonzero(keep))
         end = self.offset + len(hits)
-        return SearchPage(hits=hits, next_offset=end if hits and end < total else None)
+        # A short page ends the ranking: every kept row of an exact search, all an approximate
+        # index found.
+        more = bool(hits) and end < total and len(hits) >= self.k
+        return SearchPage(hits=hits, next_offset=end if more else None, params=params)
 
 
 @dataclass(frozen=True)
@@ -169,6 +191,7 @@ class SearchPage:
 
     hits: list[SearchHit]
     next_offset: int | None
+    params: EffectiveParams = DEFAULT_PARAMS
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,13 +204,15 @@ class PageSearch:
     page: PageRequest
     allowed: Mask | None
     faiss_threads: int
+    params: EffectiveParams
 
     @property
-    def group(self) -> tuple[int, int] | None:
-        """Searches of the same collection (object) and thread cap, without a filter."""
+    def group(self) -> tuple[int, int, EffectiveParams] | None:
+        """Searches of the same collection (object), thread cap and search parameters, without
+        a filter."""
         if self.allowed is not None:
             return None
-        return id(self.served.collection), self.faiss_threads
+        return id(self.served.collection), self.faiss_threads, self.params
 
     def __call__(self, rows: np.ndarray) -> list[SearchHit]:
         """The page's hits for the query vector ``rows[0]``."""
@@ -199,6 +224,7 @@ class PageSearch:
             faiss_threads=self.faiss_threads,
             offset=self.page.offset,
             allowed=self.allowed,
+            params=self.params,
         )
 
     def run_together(
@@ -209,8 +235,14 @@ class PageSearch:
         searches = [cast("PageSearch", follow_up) for follow_up in follow_ups]
         pages = [(s.page.k, s.page.offset, s.page.exclude) for s in searches]
         matrix = np.stack([row[0] for row in rows])
-        found: list[object] = list(nearest_many(self.served, matrix, pages, self.faiss_threads))
+        found: list[object] = list(
+            nearest_many(self.served, matrix, pages, self.faiss_threads, self.params)
+        )
         return found
+
+
+_Plan = tuple[ServedVariant, ServedCollection, Mask | None, EffectiveParams]
+"""A bulk search ready to run: its variant, collection, filter rows and search parameters."""
 
 
 @dataclass(frozen=True)
@@ -294,13 +326,15 @@ class Searcher:
     ) -> SearchPage:
         """One page of hits of ``served`` for ``side`` (see :func:`service.knn.nearest` for the
         tie rule, exclusion, selection and clamping). ``variant`` and ``served`` come from
-        :meth:`target`. The filter is checked and applied before anything is encoded. Raises
-        :class:`NotFoundError` for an unknown item, :class:`InvalidQueryError` for a filter that
-        does not fit the collection, a bad vector or an input without a finite embedding,
-        :class:`ImageRefusedError`, :class:`OverloadedError` or :class:`ShuttingDownError` as
-        the batchers do."""
+        :meth:`target`. The filter and the search parameters are checked and applied before
+        anything is encoded. Raises :class:`NotFoundError` for an unknown item,
+        :class:`InvalidQueryError` for a filter that does not fit the collection, a bad vector
+        or an input without a finite embedding, :class:`SearchParamNotApplicableError` for
+        search parameters the index does not take, :class:`ImageRefusedError`,
+        :class:`OverloadedError` or :class:`ShuttingDownError` as the batchers do."""
         allowed = page.allowed_rows(served)
-        find = PageSearch(served, page, allowed, self._faiss_threads)
+        params = page.search_params(served)
+        find = PageSearch(served, page, allowed, self._faiss_threads, params)
         if isinstance(side, TextSide):
             result = await self._encode(context, variant, "text", [side.text], follow_up=find)
         elif isinstance(side, ImageSide):
@@ -312,9 +346,9 @@ class Searcher:
                 hits = await run_in_threadpool(find, vector[None, :])
             finally:
                 self._record_search(context, served, time.perf_counter() - started)
-            return page.answer(served, allowed, hits)
+            return page.answer(served, allowed, hits, params)
         self._record_search(context, served, result.follow_up_s)
-        return page.answer(served, allowed, cast("list[SearchHit]", result.follow_up))
+        return page.answer(served, allowed, cast("list[SearchHit]", result.follow_up), params)
 
     async def search_many(
         self, context: RequestContext, catalog: Catalog, jobs: Sequence[SearchJob]
@@ -328,7 +362,7 @@ class Searcher:
         Refusals that concern the whole request (:class:`OverloadedError`,
         :class:`ShuttingDownError`) are raised."""
         outcome: list[Answer | DomainError | None] = [None] * len(jobs)
-        planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]] = {}
+        planned: dict[int, _Plan] = {}
         vectors: dict[int, np.ndarray] = {}
         started = time.perf_counter()
         for position, job in enumerate(jobs):
@@ -341,12 +375,13 @@ class Searcher:
                     where_of(job.side, f"{job.where}.query.item"),
                 )
                 allowed = job.page.allowed_rows(served)
+                params = job.page.search_params(served)
                 if isinstance(job.side, ItemSide | VectorSide):
                     vectors[position] = self._given_vector(catalog, variant, job.side)
             except DomainError as error:
                 outcome[position] = error
                 continue
-            planned[position] = (variant, served, allowed)
+            planned[position] = (variant, served, allowed, params)
         context.add_search_ms((time.perf_counter() - started) * 1000.0)
         await self._encode_many(context, jobs, planned, vectors, outcome)
         started = time.perf_counter()
@@ -355,8 +390,8 @@ class Searcher:
         finally:
             context.add_search_ms((time.perf_counter() - started) * 1000.0)
         for position, hits in pages.items():
-            variant, served, allowed = planned[position]
-            page = jobs[position].page.answer(served, allowed, hits)
+            variant, served, allowed, params = planned[position]
+            page = jobs[position].page.answer(served, allowed, hits, params)
             outcome[position] = Answer(variant, served, page)
         answers = [answer for answer in outcome if answer is not None]
         if len(answers) != len(jobs):
@@ -367,14 +402,14 @@ class Searcher:
         self,
         context: RequestContext,
         jobs: Sequence[SearchJob],
-        planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]],
+        planned: dict[int, _Plan],
         vectors: dict[int, np.ndarray],
         outcome: list[Answer | DomainError | None],
     ) -> None:
         """Fill ``vectors`` for the planned text and image sides; a side that cannot be
         embedded gets its error in ``outcome`` and leaves the plan."""
         texts_of: dict[str, list[int]] = {}
-        for position, (variant, _, _) in planned.items():
+        for position, (variant, _, _, _) in planned.items():
             side = jobs[position].side
             if isinstance(side, TextSide):
                 texts_of.setdefault(variant.name, []).append(position)
@@ -411,7 +446,7 @@ class Searcher:
     def _search_planned(
         self,
         jobs: Sequence[SearchJob],
-        planned: dict[int, tuple[ServedVariant, ServedCollection, Mask | None]],
+        planned: dict[int, _Plan],
         vectors: dict[int, np.ndarray],
     ) -> dict[int, list[SearchHit]]:
         """Blocking: the hits of every planned search; the unfiltered searches of one collection
@@ -419,8 +454,8 @@ class Searcher:
         found: dict[int, list[SearchHit]] = {}
         groups: dict[object, list[int]] = {}
         searches: dict[int, PageSearch] = {}
-        for position, (_, served, allowed) in planned.items():
-            search = PageSearch(served, jobs[position].page, allowed, self._faiss_threads)
+        for position, (_, served, allowed, params) in planned.items():
+            search = PageSearch(served, jobs[position].page, allowed, self._faiss_threads, params)
             searches[position] = search
             if search.group is None:
                 found[position] = search(vectors[position][None, :])

@@ -201,6 +201,25 @@ class Settings(BaseSettings):
             "search time."
         ),
     )
+    max_nprobe: int = Field(
+        default=1024,
+        ge=1,
+        description=(
+            "Largest search_params.nprobe a search may ask for (inverted lists an IVF index "
+            "scans; cost grows with it); more gives 422 invalid_input before anything is "
+            "encoded. A value above the collection's own nlist gives 422 "
+            "search_param_not_applicable."
+        ),
+    )
+    max_ef_search: int = Field(
+        default=1024,
+        ge=1,
+        description=(
+            "Largest search_params.ef_search a search may ask for (the candidate list an HNSW "
+            "index explores; cost grows with it); more gives 422 invalid_input before anything "
+            "is encoded."
+        ),
+    )
     max_filter_conditions: int = Field(
         default=64,
         ge=1,

@@ -27,9 +27,12 @@ from benchmarks.report.quality_plots import (
     plot_original_vs_cxc,
     plot_recall_curves,
 )
+from benchmarks.report.sweep_markdown import SWEEP_PLOT, render_sweep_markdown
+from benchmarks.report.sweep_plot import plot_sweep
 from benchmarks.runs.compare.run import CompareRun
 from benchmarks.runs.load.run import LoadRun
 from benchmarks.runs.quality.run import QualityRun
+from benchmarks.runs.sweep.run import SweepRun
 
 
 def write_quality_outputs(run: QualityRun, out_dir: Path) -> dict[str, Path]:
@@ -132,4 +135,25 @@ def write_compare_outputs(run: CompareRun, out_dir: Path) -> dict[str, Path]:
     if run.queries:
         written["queries"] = write_json(run.queries, out_dir / COMPARE_QUERIES_JSON)
     written["html"] = write_compare_html(report, text, run.queries, out_dir)
+    return written
+
+
+def write_sweep_outputs(run: SweepRun, out_dir: Path) -> dict[str, Path]:
+    """Write ``sweep.json``, ``sweep.md`` (the table) and ``sweep.png`` (recall against p50
+    latency) into ``out_dir``.
+
+    Returns:
+        ``json``, ``markdown``, ``plot`` → file written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = run.report
+    written = {"json": write_json(report, out_dir / "sweep.json")}
+    markdown = out_dir / "sweep.md"
+    markdown.write_text(render_sweep_markdown(report), encoding="utf-8")
+    written["markdown"] = markdown
+    title = (
+        f"{report['collection']} ({report['factory']}) — recall@10 vs latency, "
+        f"{report['queries']} queries"
+    )
+    written["plot"] = plot_sweep(report, out_dir / SWEEP_PLOT, title)
     return written

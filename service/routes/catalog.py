@@ -3,20 +3,23 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 from fastapi import APIRouter, Header, Query, Response
 
 from service.exceptions import NotFoundError, quoted
 from service.routes import AUTH_ERRORS, error_responses
 from service.schemas import (
+    AppliedSearchParams,
     CollectionInfo,
     CollectionsResponse,
+    IndexTuningInfo,
     ItemResponse,
     ProcessInfo,
     VariantInfo,
     VariantsResponse,
 )
+from service.search_params import default_params, index_kind, on_disk
 from service.searcher import ItemSide, Searcher
 from service.state import CatalogDep, StateDep
 
@@ -132,7 +135,8 @@ async def variants(state: StateDep, catalog: CatalogDep) -> VariantsResponse:
 )
 async def collections(catalog: CatalogDep) -> CollectionsResponse:
     """Every served collection with its size, bundle version, index type and the device faiss
-    searches it on."""
+    searches it on; for an approximate index its kind, the search parameters in force and what
+    the build measured of its recall (``tuning``)."""
     return CollectionsResponse(
         collections=[
             CollectionInfo(
@@ -148,6 +152,16 @@ async def collections(catalog: CatalogDep) -> CollectionsResponse:
                 index_device=served.index_device,
                 fields={name: str(kind) for name, kind in served.collection.fields.items()},
                 thumbnails=served.collection.thumbnails is not None,
+                index_kind=index_kind(served.collection),
+                search_params=cast(
+                    "AppliedSearchParams", default_params(served.collection).as_dict()
+                ),
+                tuning=(
+                    None
+                    if served.collection.tuning is None
+                    else IndexTuningInfo.model_validate(served.collection.tuning.model_dump())
+                ),
+                on_disk=on_disk(served.collection),
             )
             for served in catalog.collections
         ]

@@ -36,8 +36,8 @@ upload_router = APIRouter(tags=["search"])
 
 UPLOAD_FILE_FIELD = "file"
 # Form fields besides the file and the repeatable 'exclude': collection, k, variant,
-# include_metadata, offset, filter.
-_UPLOAD_PLAIN_FIELDS = 6
+# include_metadata, offset, filter, search_params.
+_UPLOAD_PLAIN_FIELDS = 7
 # Longest value of one plain form field (an id, a collection or variant name, k).
 _UPLOAD_FIELD_MAX_BYTES = 64 * 1024
 
@@ -61,6 +61,7 @@ def _page_result(
         "bundle": served.bundle,
         "bundle_version": served.bundle_version,
         "next_offset": page.next_offset,
+        "search_params": page.params.as_dict(),
     }
 
 
@@ -234,8 +235,8 @@ async def search_upload(
     request: Request, state: StateDep, catalog: CatalogDep, context: ContextDep
 ) -> Response:
     """``multipart/form-data`` with the image in the file part ``file`` and the fields
-    ``collection``, ``k``, ``variant``, ``exclude`` (repeatable) and ``include_metadata``;
-    answers as ``POST /v1/search``.
+    ``collection``, ``k``, ``variant``, ``exclude`` (repeatable), ``include_metadata``,
+    ``offset`` and ``search_params`` (a JSON object); answers as ``POST /v1/search``.
 
     The body limit of this route is ``max_upload_body_bytes`` (default ``max_image_bytes`` plus
     room for the form), counted while the body streams in; the file part is then held to

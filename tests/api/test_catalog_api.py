@@ -106,6 +106,10 @@ def test_collections(client: TestClient) -> None:
                     "text": "string",
                 },
                 "thumbnails": False,
+                "index_kind": "flat",
+                "search_params": {},
+                "tuning": None,
+                "on_disk": False,
             }
         ]
     }

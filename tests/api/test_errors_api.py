@@ -137,6 +137,11 @@ BAD_REQUESTS = {
     "unknown collection": BadRequest(
         ErrorCode.NOT_FOUND, json_body=search_body(collection="images"), message_part="images"
     ),
+    "nprobe on a flat index": BadRequest(
+        ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+        json_body=search_body(search_params={"nprobe": 4}),
+        message_part="nprobe",
+    ),
     "unknown variant": BadRequest(
         ErrorCode.NOT_FOUND, json_body=search_body(variant="clip-xxl"), message_part="clip-xxl"
     ),

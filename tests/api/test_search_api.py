@@ -49,8 +49,10 @@ def test_text_search_ranks_the_matching_caption_first(client: TestClient) -> Non
         "bundle",
         "bundle_version",
         "next_offset",
+        "search_params",
         "timings_ms",
     }
+    assert payload["search_params"] == {}  # a flat index has no search parameters
     assert payload["collection"] == "captions"
     assert payload["variant"] == FAKE_VARIANT
     assert payload["bundle"] == "coco-captions"

@@ -18,6 +18,7 @@ from benchmarks.runs.compare.config import CompareConfig
 from benchmarks.runs.load.config import LoadRunConfig
 from benchmarks.runs.options import config_from_args
 from benchmarks.runs.quality.config import HTML_QUERIES, QualityRunConfig
+from benchmarks.runs.sweep.config import SweepConfig
 from tests.fakes.fake_search_service import FakeSearchService
 from tests.fakes.fake_service import FakeService, dual_tower_service
 from tests.fakes.fake_variants import two_variants
@@ -131,6 +132,18 @@ DEFAULTS = {
         "--timeout": ("timeout", 60.0, "value"),
         "--no-progress": ("no_progress", False, "switch"),
         "--html-queries": ("html_queries", 500, "value"),
+    },
+    "sweep": {
+        "--url": ("url", "http://127.0.0.1:8000", "value"),
+        "--collection": ("collection", None, "required"),
+        "--out": ("out", None, "required"),
+        "--queries": ("queries", 200, "value"),
+        "--values": ("values", None, "value"),
+        "--warmup": ("warmup", 20, "value"),
+        "--seed": ("seed", 0, "value"),
+        "--variant": ("variant", None, "value"),
+        "--ready-timeout": ("ready_timeout", 120.0, "value"),
+        "--timeout": ("timeout", 60.0, "value"),
     },
     "cider": {
         "--data": ("data", Path("/data/dir"), "value"),
@@ -472,7 +485,7 @@ def test_cider_builds_and_checks_parity(
     assert summary["shape"] == [60, 12]
 
 
-@pytest.mark.parametrize("command", ["", "cxc", "load", "compare", "cider"])
+@pytest.mark.parametrize("command", ["", "cxc", "load", "compare", "sweep", "cider"])
 def test_help_is_unchanged(
     command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -526,6 +539,10 @@ def test_configs_of_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config_from_args(LoadRunConfig, args) == LoadRunConfig(**common)
     args = parser.parse_args(["compare", "--out", "o", "--variants", "a,b"])
     assert config_from_args(CompareConfig, args) == CompareConfig(**common, variants=("a", "b"))
+    args = parser.parse_args(["sweep", "--out", "o", "--collection", "ivf"])
+    assert config_from_args(SweepConfig, args) == SweepConfig(
+        url="http://127.0.0.1:8000", out_dir=Path("o"), collection="ivf"
+    )
     args = parser.parse_args(["cider"])
     assert config_from_args(CiderRunConfig, args) == CiderRunConfig(data_dir=Path("/data/dir"))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,83 @@ def test_an_input_that_cannot_be_read_is_an_error(
     sheet.write_bytes(b"x")
     assert main(_ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(sheet))) == 1
     assert f"error: {sheet}: unknown table format" in capsys.readouterr().err
+
+
+# --- --index: planned, tuned indexes ----------------------------------------------------------
+
+
+def test_index_flat_leaves_the_collection_entry_as_without_it(
+    tiny_corpus: Path, tmp_path: Path
+) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    argv = [
+        "build", "--variant", str(tmp_path / "tiny"),
+        "--captions", str(captions_path(tiny_corpus, "val")),
+        "--bundles-root", str(tmp_path / "bundles"), "--name", "tiny", "--providers", "cpu",
+        "--no-progress",
+    ]  # fmt: skip
+    assert main([*argv, "--version", "v1"]) == 0
+    assert main([*argv, "--version", "v2", "--index", "flat"]) == 0
+    entries = [
+        json.loads((tmp_path / "bundles" / "tiny" / v / "manifest.json").read_text())["collections"]
+        for v in ("v1", "v2")
+    ]
+    assert json.dumps(entries[0], sort_keys=True) == json.dumps(entries[1], sort_keys=True)
+
+
+def test_a_tuned_text_build_reports_and_verify_shows_its_recall(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    words = ["dog", "cat", "plane", "red", "blue", "sky", "couch", "harbour", "tree", "car"]
+    rows = [
+        {"id": f"t{i}", "text": f"a {words[i % 10]} {words[(i // 10) % 10]} {words[(i * 7) % 10]}"}
+        for i in range(400)
+    ]
+    table = write_jsonl(tmp_path / "items.jsonl", rows)
+    argv = _ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(table))
+    argv += ["--index", "ivf-flat", "--target-recall", "0.9", "--tune-queries", "100"]
+    with caplog.at_level("INFO"):
+        assert main(argv) == 0
+    assert "ivf-flat index IVF8,Flat — ivf-flat: requested" in caplog.text
+    assert "gives recall@10" in caplog.text
+    version_dir = tmp_path / "bundles" / "My-Shop" / "v1"
+    capsys.readouterr()
+    assert main(["verify", str(version_dir)]) == 0
+    output = capsys.readouterr().out
+    assert "my_shop: ivf-flat IVF8,Flat, nprobe=" in output
+    assert "on 100 held-out queries (target 0.9, met)" in output
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--index", "hnsw", "--factory", "Flat"], "not allowed with argument"),
+        (["--on-disk"], "--on-disk goes with --index"),
+        (["--target-recall", "0.9"], "--target-recall goes with --index"),
+        (["--index", "hnsw", "--on-disk"], "on-disk inverted lists need an IVF index"),
+        (["--index", "auto", "--on-disk"], "on-disk inverted lists need an IVF index"),
+        (["--index", "hnsw", "--pq-m", "8"], "--pq-m goes with --index ivf-pq or auto"),
+        (["--index", "flat", "--nlist", "8"], "nlist applies to IVF indexes"),
+        (["--index", "auto", "--memory-budget", "lots"], "is not a size"),
+        (["--index", "auto", "--target-recall", "1.5"], "1.5 is not in (0, 1]"),
+    ],
+)
+def test_index_options_that_do_not_fit_are_usage_errors(
+    extra: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["build", "--variant", "v", "--name", "n", "--texts", "t.jsonl", *extra])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_an_index_too_big_for_the_corpus_is_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    table = write_jsonl(tmp_path / "t.jsonl", [{"id": str(i), "text": f"t {i}"} for i in range(50)])
+    argv = _ingest_argv(tmp_path / "tiny", tmp_path, "--texts", str(table))
+    assert main([*argv, "--index", "ivf-flat", "--nlist", "4"]) == 1
+    assert "error: nlist=4 needs at least 39·4 = 156 rows to train" in capsys.readouterr().err
+    assert not (tmp_path / "bundles" / "My-Shop" / "v1").exists()

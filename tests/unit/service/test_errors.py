@@ -30,6 +30,7 @@ from service.exceptions import (
     InvalidQueryError,
     NotFoundError,
     OverloadedError,
+    SearchParamNotApplicableError,
     ShuttingDownError,
 )
 
@@ -56,6 +57,7 @@ def test_every_domain_error_has_a_code() -> None:
         "OverloadedError": 503,
         "ShuttingDownError": 503,
         "BundleRejectedError": 409,
+        "SearchParamNotApplicableError": 422,
     }
 
 
@@ -67,6 +69,10 @@ def test_every_domain_error_has_a_code() -> None:
         (OverloadedError("queue full", retry_after_s=2), ErrorCode.OVERLOADED),
         (ShuttingDownError("not ready: shutting down", retry_after_s=1), ErrorCode.NOT_READY),
         (BundleRejectedError("corrupt"), ErrorCode.BUNDLE_REJECTED),
+        (
+            SearchParamNotApplicableError("search_params.nprobe: not IVF"),
+            ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+        ),
         (ImageRefusedError("too_many_pixels", "query.image: too big"), ErrorCode.PAYLOAD_TOO_LARGE),
         (ImageRefusedError("invalid_base64", "query.image: bad"), ErrorCode.INVALID_INPUT),
     ],

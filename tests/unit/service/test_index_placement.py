@@ -155,3 +155,13 @@ def test_a_real_gpu_index_answers_like_the_cpu_one(
         cpu_scores, cpu_rows = index.search(queries, k)
         np.testing.assert_allclose(gpu_scores, cpu_scores, atol=1e-4)
         assert (gpu_rows[:, 0] == cpu_rows[:, 0]).all()
+
+
+def test_an_on_disk_index_stays_on_cpu_under_auto_and_refuses_under_gpu() -> None:
+    index = faiss.index_factory(8, "IVF4,Flat", faiss.METRIC_INNER_PRODUCT)
+    placed = place_index(index, "auto", on_disk=True, module=FakeGpuFaiss(1))
+    assert placed.device == "cpu"
+    assert placed.index is index
+    assert "on disk" in placed.reason
+    with pytest.raises(FaissPlacementError, match="on disk"):
+        place_index(index, "gpu", on_disk=True, module=FakeGpuFaiss(1))
