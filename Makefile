@@ -47,14 +47,14 @@ help: ## list the targets
 # Two stamps: the demo needs the export, bench and parquet extras; tests and lint need dev too. scripts/install.sh
 # installs with uv (pinned; pip's package sources passed on) and falls back to pip.
 $(VENV)/.installed: pyproject.toml
-	@PYTHON=$(PYTHON) scripts/phase.sh install scripts/install.sh $(VENV) export,bench,parquet
+	@PYTHON=$(PYTHON) scripts/phase.sh install scripts/install.sh $(VENV) export,bench,parquet,cluster
 	@touch $@
 
 $(VENV)/.installed-dev: pyproject.toml
-	@PYTHON=$(PYTHON) scripts/phase.sh install-dev scripts/install.sh $(VENV) export,bench,parquet,dev
+	@PYTHON=$(PYTHON) scripts/phase.sh install-dev scripts/install.sh $(VENV) export,bench,parquet,cluster,dev
 	@touch $(VENV)/.installed $@
 
-install: $(VENV)/.installed-dev ## create .venv and install the project with its export, bench, parquet and dev extras
+install: $(VENV)/.installed-dev ## create .venv and install the project with its export, bench, parquet, cluster and dev extras
 
 # Built artifacts need the environment to exist, not to be newer than it (order-only): editing
 # pyproject.toml reinstalls but does not re-export, re-generate or re-embed.
@@ -237,3 +237,16 @@ deploy-check: install ## build and run the image, Prometheus on the live service
 
 clean: ## remove built variants, bundles and reports (keeps .venv)
 	rm -rf $(ARTIFACTS) reports/demo reports/bench
+
+# `make sweep`: recall@10 against exact search and latency of one collection's approximate index
+# across the values of its search parameter (default: the build's tuning sweep), over HTTP.
+SWEEP_URL ?= http://$(HOST):$(PORT)
+URL ?= $(SWEEP_URL)
+COLLECTION ?= captions
+QUERIES ?= 200
+SWEEP_DIR ?= reports/sweep
+
+.PHONY: sweep
+sweep: ## recall vs latency of COLLECTION's IVF/HNSW index at URL over QUERIES stored items (reports/sweep)
+	$(PY) -m benchmarks sweep --url $(URL) --collection $(COLLECTION) --queries $(QUERIES) \
+		--out $(SWEEP_DIR)

@@ -10,7 +10,7 @@ inputs as a whole (a missing column, a column name that cannot be a field) raise
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
@@ -217,35 +217,51 @@ def _typed(
     reserved: str,
 ) -> tuple[FieldSchema, list[tuple[_Pending, dict[str, FieldValue]]]]:
     """Type every pending record's metadata and drop duplicate ids (the first record wins)."""
-    schema = infer_schema(
-        (RawRecord(record.metadata, record.text_values) for record in pending),
-        {name: kind for name, kind in declared.items() if name != reserved},
-    )
-    schema = FieldSchema(
-        types={reserved: FieldType.STRING, **schema.types},
-        declared=schema.declared | ({reserved} if reserved in declared else set()),
+    schema = _item_schema(
+        (RawRecord(record.metadata, record.text_values) for record in pending), declared, reserved
     )
     first_of: dict[str, ItemOrigin] = {}
     kept: list[tuple[_Pending, dict[str, FieldValue]]] = []
     for record in pending:
-        typed, wrong = schema.type_values(record.metadata, text_values=record.text_values)
-        if wrong:
-            bad.append(BadItem(record.origin, Problem.WRONG_TYPE, "; ".join(wrong), record.item_id))
-            continue
-        first = first_of.get(record.item_id)
-        if first is not None:
-            bad.append(
-                BadItem(
-                    record.origin,
-                    Problem.DUPLICATE_ID,
-                    f"duplicate id (first at {first.location})",
-                    record.item_id,
-                )
-            )
-            continue
-        first_of[record.item_id] = record.origin
-        kept.append((record, typed))
+        typed = _type_record(record, schema, first_of)
+        if isinstance(typed, BadItem):
+            bad.append(typed)
+        else:
+            kept.append((record, typed))
     return schema, kept
+
+
+def _item_schema(
+    records: Iterable[RawRecord], declared: Mapping[str, FieldType], reserved: str
+) -> FieldSchema:
+    """The schema of the records' metadata, with the items' own ``reserved`` field first."""
+    schema = infer_schema(
+        records, {name: kind for name, kind in declared.items() if name != reserved}
+    )
+    return FieldSchema(
+        types={reserved: FieldType.STRING, **schema.types},
+        declared=schema.declared | ({reserved} if reserved in declared else set()),
+    )
+
+
+def _type_record(
+    record: _Pending, schema: FieldSchema, first_of: dict[str, ItemOrigin]
+) -> dict[str, FieldValue] | BadItem:
+    """A record's typed metadata, or why it is bad: a value of the wrong type, or an id that an
+    earlier good record holds (``first_of``, updated here: the first good record wins)."""
+    typed, wrong = schema.type_values(record.metadata, text_values=record.text_values)
+    if wrong:
+        return BadItem(record.origin, Problem.WRONG_TYPE, "; ".join(wrong), record.item_id)
+    first = first_of.get(record.item_id)
+    if first is not None:
+        return BadItem(
+            record.origin,
+            Problem.DUPLICATE_ID,
+            f"duplicate id (first at {first.location})",
+            record.item_id,
+        )
+    first_of[record.item_id] = record.origin
+    return typed
 
 
 def _header_names(table: Table, names: _FieldNames, exclude: tuple[str | None, ...]) -> None:
@@ -276,36 +292,43 @@ def read_text_table(
         names.check(TEXT_FIELD, corpus.text_column, declared if table.columns else {})
         for row in _rows(table, limit, progress):
             read += 1
-            origin = _origin(row)
-            if row.error is not None:
-                bad.append(BadItem(origin, Problem.MALFORMED_RECORD, row.error))
+            record = _text_record(row, corpus)
+            if isinstance(record, BadItem):
+                bad.append(record)
                 continue
-            values = row.values
-            item_id, problem = _item_id(
-                values.get(corpus.id_column), corpus.id_column, row.text_values
-            )
-            text: str | None = None
-            if item_id is not None:
-                text, problem = _text_of(values.get(corpus.text_column), corpus.text_column)
-            if problem is not None or item_id is None or text is None:
-                kind, reason = problem or (Problem.MALFORMED_RECORD, "unreadable record")
-                bad.append(BadItem(origin, kind, reason, item_id))
-                continue
-            metadata = {name: value for name, value in values.items() if name not in own_columns}
-            names.add(metadata, origin)
-            pending.append(_Pending(origin, item_id, text, metadata, row.text_values))
+            names.add(record.metadata, record.origin)
+            pending.append(record)
     names.check(TEXT_FIELD, corpus.text_column, declared)
     schema, kept = _typed(pending, bad, declared, TEXT_FIELD)
-    items = [
-        TextItem(
-            item_id=record.item_id,
-            text=record.payload,
-            origin=record.origin,
-            metadata={TEXT_FIELD: record.payload, **typed},
-        )
-        for record, typed in kept
-    ]
+    items = [_text_item(record, typed) for record, typed in kept]
     return CorpusItems(items=items, bad=bad, schema=schema, read=read)
+
+
+def _text_record(row: TableRow, corpus: TextTable) -> _Pending | BadItem:
+    """The per-record checks of a text table row: a pending record, or why it is bad."""
+    origin = _origin(row)
+    if row.error is not None:
+        return BadItem(origin, Problem.MALFORMED_RECORD, row.error)
+    values = row.values
+    item_id, problem = _item_id(values.get(corpus.id_column), corpus.id_column, row.text_values)
+    text: str | None = None
+    if item_id is not None:
+        text, problem = _text_of(values.get(corpus.text_column), corpus.text_column)
+    if problem is not None or item_id is None or text is None:
+        kind, reason = problem or (Problem.MALFORMED_RECORD, "unreadable record")
+        return BadItem(origin, kind, reason, item_id)
+    own_columns = (corpus.id_column, corpus.text_column)
+    metadata = {name: value for name, value in values.items() if name not in own_columns}
+    return _Pending(origin, item_id, text, metadata, row.text_values)
+
+
+def _text_item(record: _Pending, typed: dict[str, FieldValue]) -> TextItem:
+    return TextItem(
+        item_id=record.item_id,
+        text=record.payload,
+        origin=record.origin,
+        metadata={TEXT_FIELD: record.payload, **typed},
+    )
 
 
 def read_image_table(
@@ -329,38 +352,46 @@ def read_image_table(
         names.check(PATH_FIELD, corpus.path_column, declared if table.columns else {})
         for row in _rows(table, limit, progress):
             read += 1
-            origin = _origin(row)
-            if row.error is not None:
-                bad.append(BadItem(origin, Problem.MALFORMED_RECORD, row.error))
+            record = _image_table_record(row, corpus)
+            if isinstance(record, BadItem):
+                bad.append(record)
                 continue
-            values = row.values
-            written, problem = _path_of(values.get(corpus.path_column), corpus.path_column)
-            item_id = written
-            if written is not None and corpus.id_column is not None:
-                item_id, problem = _item_id(
-                    values.get(corpus.id_column), corpus.id_column, row.text_values
-                )
-            if problem is not None or written is None or item_id is None:
-                kind, reason = problem or (Problem.MALFORMED_RECORD, "unreadable record")
-                bad.append(BadItem(origin, kind, reason, item_id))
-                continue
-            metadata = {name: value for name, value in values.items() if name not in own_columns}
-            names.add(metadata, origin)
-            origin = ItemOrigin(origin.source, line=origin.line, row=origin.row, path=written)
-            file = Path(written) if Path(written).is_absolute() else base / written
-            pending.append(_Pending(origin, item_id, written, metadata, row.text_values, file))
+            names.add(record.metadata, _origin(row))
+            pending.append(record)
     names.check(PATH_FIELD, corpus.path_column, declared)
     schema, kept = _typed(pending, bad, declared, PATH_FIELD)
-    items = [
-        ImageItem(
-            item_id=record.item_id,
-            file=record.file or base / record.payload,
-            origin=record.origin,
-            metadata={PATH_FIELD: record.payload, **typed},
-        )
-        for record, typed in kept
-    ]
+    items = [_image_item(record, typed, base) for record, typed in kept]
     return CorpusItems(items=items, bad=bad, schema=schema, read=read)
+
+
+def _image_table_record(row: TableRow, corpus: ImageTable) -> _Pending | BadItem:
+    """The per-record checks of an image table row: a pending record, or why it is bad."""
+    origin = _origin(row)
+    if row.error is not None:
+        return BadItem(origin, Problem.MALFORMED_RECORD, row.error)
+    values = row.values
+    written, problem = _path_of(values.get(corpus.path_column), corpus.path_column)
+    item_id = written
+    if written is not None and corpus.id_column is not None:
+        item_id, problem = _item_id(values.get(corpus.id_column), corpus.id_column, row.text_values)
+    if problem is not None or written is None or item_id is None:
+        kind, reason = problem or (Problem.MALFORMED_RECORD, "unreadable record")
+        return BadItem(origin, kind, reason, item_id)
+    own_columns = (corpus.path_column, corpus.id_column)
+    metadata = {name: value for name, value in values.items() if name not in own_columns}
+    origin = ItemOrigin(origin.source, line=origin.line, row=origin.row, path=written)
+    base = corpus.path.parent
+    file = Path(written) if Path(written).is_absolute() else base / written
+    return _Pending(origin, item_id, written, metadata, row.text_values, file)
+
+
+def _image_item(record: _Pending, typed: dict[str, FieldValue], base: Path) -> ImageItem:
+    return ImageItem(
+        item_id=record.item_id,
+        file=record.file or base / record.payload,
+        origin=record.origin,
+        metadata={PATH_FIELD: record.payload, **typed},
+    )
 
 
 def _sidecar_rows(
@@ -456,3 +487,123 @@ def read_image_folder(
     if limit is not None:
         notes["images_beyond_limit"] = len(listing.images) - len(images)
     return CorpusItems(items=items, bad=bad, schema=schema, read=read, notes=notes)
+
+
+# --- streaming: a corpus read in two passes, for builds that must not hold every item --------
+
+
+@dataclass
+class CorpusStream:
+    """A corpus read without holding its items: the same items and bad items as
+    :func:`read_corpus`, in the same order.
+
+    ``schema`` and ``read`` are known up front (a first pass over the table types every field
+    and counts the records); :meth:`items` streams the items in a second pass, adding the bad
+    items only typing finds (``wrong_type``, ``duplicate_id``) to ``bad`` as it meets them. Once
+    :meth:`items` is exhausted, ``read == items yielded + len(bad)``. A folder of images is
+    listed whole (its listing is in memory anyway) and streamed from that listing.
+    """
+
+    schema: FieldSchema
+    read: int
+    bad: list[BadItem]
+    notes: dict[str, object]
+    _items: Callable[[], Iterator[TextItem | ImageItem]]
+
+    def items(self) -> Iterator[TextItem | ImageItem]:
+        """The items in corpus order (reads the table again: call once)."""
+        return self._items()
+
+
+def stream_corpus(
+    corpus: Corpus,
+    *,
+    declared: Mapping[str, FieldType] | None = None,
+    limit: int | None = None,
+    progress: bool = False,
+) -> CorpusStream:
+    """Read ``corpus`` as a :class:`CorpusStream` (see there). Raises as :func:`read_corpus`."""
+    declared = dict(declared or {})
+    if isinstance(corpus, ImageFolderCorpus):
+        found = read_image_folder(corpus, declared=declared, limit=limit, progress=progress)
+        listed: list[TextItem | ImageItem] = list(found.items)
+        return CorpusStream(found.schema, found.read, found.bad, found.notes, lambda: iter(listed))
+    if isinstance(corpus, TextTable):
+        return _stream_table(
+            corpus.path,
+            own_columns=(corpus.id_column, corpus.text_column),
+            reserved=TEXT_FIELD,
+            payload_column=corpus.text_column,
+            record_of=lambda row: _text_record(row, corpus),
+            item_of=_text_item,
+            declared=declared,
+            limit=limit,
+            progress=progress,
+        )
+    base = corpus.path.parent
+    return _stream_table(
+        corpus.path,
+        own_columns=(corpus.path_column, corpus.id_column),
+        reserved=PATH_FIELD,
+        payload_column=corpus.path_column,
+        record_of=lambda row: _image_table_record(row, corpus),
+        item_of=lambda record, typed: _image_item(record, typed, base),
+        declared=declared,
+        limit=limit,
+        progress=progress,
+    )
+
+
+def _stream_table(
+    path: Path,
+    *,
+    own_columns: tuple[str | None, ...],
+    reserved: str,
+    payload_column: str,
+    record_of: Callable[[TableRow], _Pending | BadItem],
+    item_of: Callable[[_Pending, dict[str, FieldValue]], TextItem | ImageItem],
+    declared: Mapping[str, FieldType],
+    limit: int | None,
+    progress: bool,
+) -> CorpusStream:
+    bad: list[BadItem] = []
+    names = _FieldNames(path)
+    read = 0
+
+    with open_table(path) as table:
+        _require_columns(table, [name for name in own_columns if name is not None])
+        _header_names(table, names, own_columns)
+        names.check(reserved, payload_column, declared if table.columns else {})
+
+        def survivors() -> Iterator[RawRecord]:
+            nonlocal read
+            for row in _rows(table, limit, progress):
+                read += 1
+                record = record_of(row)
+                if isinstance(record, BadItem):
+                    bad.append(record)
+                    continue
+                names.add(record.metadata, _origin(row))
+                yield RawRecord(record.metadata, record.text_values)
+
+        schema = _item_schema(survivors(), declared, reserved)
+    names.check(reserved, payload_column, declared)
+
+    def items() -> Iterator[TextItem | ImageItem]:
+        first_of: dict[str, ItemOrigin] = {}
+        count = 0
+        with open_table(path) as table:
+            for row in _rows(table, limit, progress=False):
+                count += 1
+                record = record_of(row)
+                if isinstance(record, BadItem):
+                    continue  # listed by the first pass
+                typed = _type_record(record, schema, first_of)
+                if isinstance(typed, BadItem):
+                    bad.append(typed)
+                    continue
+                yield item_of(record, typed)
+        if count != read:
+            raise CorpusError(f"{path} changed while it was read ({read} records, then {count})")
+
+    return CorpusStream(schema, read, bad, {}, items)
