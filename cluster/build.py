@@ -69,8 +69,9 @@ from index_builder.ingest import BuildRefusedError, IngestOptions, OnError
 from index_builder.items import BadItem, ImageItem, ItemOrigin, TextItem
 from index_builder.sources import (
     Corpus,
-    ImageTable,
     TextTable,
+    corpus_inputs,
+    corpus_kind,
     stream_corpus,
 )
 
@@ -231,33 +232,7 @@ def _refuse(bad: Sequence[BadItem], read: int, headline: str) -> NoReturn:
 def _inputs(corpus: Corpus | CaptionsCorpus) -> dict[str, object]:
     if isinstance(corpus, CaptionsCorpus):
         return {"path": str(corpus.path), "sha256": sha256_file(corpus.path)}
-    if isinstance(corpus, TextTable):
-        return {
-            "texts": str(corpus.path),
-            "sha256": sha256_file(corpus.path),
-            "id_column": corpus.id_column,
-            "text_column": corpus.text_column,
-        }
-    if isinstance(corpus, ImageTable):
-        return {
-            "image_table": str(corpus.path),
-            "sha256": sha256_file(corpus.path),
-            "path_column": corpus.path_column,
-            "id_column": corpus.id_column,
-        }
-    found: dict[str, object] = {"images": str(corpus.folder)}
-    if corpus.metadata is not None:
-        found["metadata"] = str(corpus.metadata)
-        found["metadata_sha256"] = sha256_file(corpus.metadata)
-    return found
-
-
-def _kind(corpus: Corpus | CaptionsCorpus) -> str:
-    if isinstance(corpus, CaptionsCorpus):
-        return "captions"
-    if isinstance(corpus, TextTable):
-        return "texts"
-    return "image_table" if isinstance(corpus, ImageTable) else "images"
+    return corpus_inputs(corpus)
 
 
 def _caption_items(corpus: CaptionsCorpus, limit: int | None) -> list[TextItem]:
@@ -432,11 +407,11 @@ def distributed_build(
         )
         report: BuildReport | None = None
         extra_files: dict[str, bytes] = {}
-        if not captions:
+        if not isinstance(corpus, CaptionsCorpus):
             timings["total"] = time.perf_counter() - started
             report = BuildReport(
                 collection=collection,
-                kind=_kind(corpus),
+                kind=corpus_kind(corpus),
                 inputs=inputs,
                 on_error=options.on_error.value,
                 read=read,
@@ -447,9 +422,7 @@ def distributed_build(
                 notes={**notes, "ray": ray_info},
             )
             extra_files[REPORT_FILE] = report.to_bytes()
-        build_info = _build_info(
-            corpus, collection, inputs, read, indexed, bad, options, timings, results, ray_info
-        )
+        build_info = _build_info(report, collection, inputs, timings, results, ray_info)
         collection_input = CollectionInput(
             name=collection,
             ids=assembled.ids,
@@ -528,17 +501,15 @@ def _ray_info(
 
 
 def _build_info(
-    corpus: Corpus | CaptionsCorpus,
+    report: BuildReport | None,
     collection: str,
     inputs: Mapping[str, object],
-    read: int,
-    indexed: int,
-    bad: Sequence[BadItem],
-    options: IngestOptions,
     timings: Mapping[str, float],
     results: Sequence[PartResult],
     ray_info: Mapping[str, object],
 ) -> dict[str, object]:
+    """The manifest's ``build_info``: the single-machine build's (its ``source`` for captions,
+    which have no report), with ``mode``, the providers the workers used and ``ray``."""
     providers = sorted({provider for result in results for provider in result.providers})
     common: dict[str, object] = {
         "mode": "ray",
@@ -547,14 +518,6 @@ def _build_info(
         "host": platform.node(),
         "ray": dict(ray_info),
     }
-    if isinstance(corpus, CaptionsCorpus):
+    if report is None:
         return {**common, "source": dict(inputs)}
-    return {
-        **common,
-        "kind": _kind(corpus),
-        "inputs": dict(inputs),
-        "collection": collection,
-        "counts": {"read": read, "indexed": indexed, "skipped": len(bad)},
-        "on_error": options.on_error.value,
-        "report": REPORT_FILE,
-    }
+    return {**common, **report.build_info(), "report": REPORT_FILE}

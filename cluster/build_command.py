@@ -23,48 +23,23 @@ from cluster.build import (
     distributed_build,
 )
 from cluster.embedding_parts import DEFAULT_PART_SIZE
-from cluster.runtime import ClusterError, RayOptions, ray_cluster
-from encoders.image_decode import ImageLimits
+from cluster.runtime import ClusterError, add_ray_arguments, ray_cluster, ray_options_from
 from encoders.providers import ProviderRequest
 from encoders.variant import VariantError
 from formats.errors import FormatError
-from formats.field_types import FieldType, parse_field_declaration
+from index_builder.build_options import (
+    add_build_arguments,
+    corpus_from,
+    index_spec,
+    ingest_options,
+    input_kind,
+    positive_int,
+)
 from index_builder.bundle import BundleError
-from index_builder.embed import BUILD_IMAGE_LIMITS
 from index_builder.field_schema import CorpusError
-from index_builder.ingest import BuildRefusedError, IngestOptions, OnError, default_collection_name
-from index_builder.sources import Corpus, ImageFolderCorpus, ImageTable, TextTable
-
-_INPUT_KINDS = ("captions", "texts", "images", "image_table")
-# Options that belong to one input kind only (dest → the input options they fit).
-_OPTION_KINDS = {
-    "metadata": ("images",),
-    "text_column": ("texts",),
-    "path_column": ("image_table",),
-    "id_column": ("texts", "image_table"),
-    "collection": ("texts", "images", "image_table"),
-    "fields": ("texts", "images", "image_table"),
-    "on_error": ("texts", "images", "image_table"),
-    "max_image_bytes": ("images", "image_table"),
-    "max_image_pixels": ("images", "image_table"),
-}
-
-
-def _field_declaration(text: str) -> tuple[str, FieldType]:
-    try:
-        return parse_field_declaration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not positive")
-    return value
+from index_builder.index_plan import IndexPlanError, IndexSpec
+from index_builder.ingest import BuildRefusedError
+from index_builder.sources import Corpus
 
 
 def _positive_float(text: str) -> float:
@@ -87,63 +62,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             "the same bundle as `python -m index_builder build` (docs/distributed-build.md)."
         ),
     )
-    build.add_argument("--variant", type=Path, required=True, help="encoder variant folder")
-    source = build.add_mutually_exclusive_group(required=True)
-    source.add_argument("--captions", type=Path, help="Karpathy captions CSV (captions only)")
-    source.add_argument("--texts", type=Path, help="JSONL / CSV / Parquet table of texts")
-    source.add_argument("--images", type=Path, help="folder of images (recursive)")
-    source.add_argument("--image-table", type=Path, help="JSONL / CSV / Parquet table of images")
-    build.add_argument(
-        "--metadata", type=Path, default=None, help="--images: sidecar table keyed by 'path'"
+    add_build_arguments(
+        build,
+        captions_help="Karpathy captions CSV (captions only)",
+        images_dir=False,
+        limit_type=positive_int,
     )
-    build.add_argument("--id-column", default=None, help="id column (default: id; images: path)")
-    build.add_argument("--text-column", default=None, help="--texts: text column (default: text)")
-    build.add_argument(
-        "--path-column", default=None, help="--image-table: image path column (default: path)"
-    )
-    build.add_argument(
-        "--field",
-        dest="fields",
-        action="append",
-        type=_field_declaration,
-        metavar="NAME:TYPE",
-        help="declare a metadata field's type (" + ", ".join(t.value for t in FieldType) + ")",
-    )
-    build.add_argument("--collection", default=None, help="collection name (default: from --name)")
-    build.add_argument(
-        "--on-error",
-        choices=[policy.value for policy in OnError],
-        default=None,
-        help="bad items: refuse the build (default) or skip them and list them in the report",
-    )
-    build.add_argument("--max-image-bytes", type=_positive, default=None)
-    build.add_argument("--max-image-pixels", type=_positive, default=None)
-    build.add_argument("--bundles-root", type=Path, default=Path("artifacts/bundles"))
-    build.add_argument("--name", required=True, help="bundle name, e.g. coco-captions")
-    build.add_argument("--version", default=None, help="version name (default: UTC timestamp)")
-    build.add_argument("--factory", default="Flat", help="faiss index_factory string")
-    build.add_argument("--limit", type=_positive, default=None, help="first N records only")
-    build.add_argument("--providers", choices=["auto", "cpu", "cuda"], default="auto")
-    build.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     cluster = build.add_argument_group("cluster")
-    cluster.add_argument(
-        "--ray-address",
-        default=None,
-        help="an existing cluster ('auto', 'ray://head:10001'); default: start a local one",
-    )
-    cluster.add_argument(
-        "--num-cpus", type=_positive, default=4, help="local cluster: logical CPUs (default 4)"
-    )
-    cluster.add_argument(
-        "--object-store-mb",
-        type=_positive,
-        default=256,
-        help="local cluster: object store size in MiB (default 256, at least 75)",
-    )
-    cluster.add_argument("--workers", type=_positive, default=2, help="embedding actors")
+    add_ray_arguments(cluster)
+    cluster.add_argument("--workers", type=positive_int, default=2, help="embedding actors")
     cluster.add_argument(
         "--part-size",
-        type=_positive,
+        type=positive_int,
         default=DEFAULT_PART_SIZE,
         help=f"items per part, the unit of work and of retry (default {DEFAULT_PART_SIZE})",
     )
@@ -161,7 +91,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     cluster.add_argument(
         "--threads-per-worker",
-        type=_positive,
+        type=positive_int,
         default=None,
         help="onnxruntime threads per actor (default: its CPUs, at least 1)",
     )
@@ -174,53 +104,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     build.set_defaults(handler=_handle, parser=build)
 
 
-def _check_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    kind = next(name for name in _INPUT_KINDS if getattr(args, name) is not None)
-    for dest, kinds in _OPTION_KINDS.items():
-        if getattr(args, dest) is not None and kind not in kinds:
-            option = "--" + ("field" if dest == "fields" else dest.replace("_", "-"))
-            inputs = " or ".join("--" + name.replace("_", "-") for name in kinds)
-            parser.error(f"{option} goes with {inputs}")
-    return kind
-
-
 def _corpus(kind: str, args: argparse.Namespace) -> Corpus | CaptionsCorpus:
     if kind == "captions":
         return CaptionsCorpus(path=args.captions)
-    if kind == "texts":
-        return TextTable(
-            path=args.texts,
-            id_column=args.id_column or "id",
-            text_column=args.text_column or "text",
-        )
-    if kind == "images":
-        return ImageFolderCorpus(folder=args.images, metadata=args.metadata)
-    return ImageTable(
-        path=args.image_table, path_column=args.path_column or "path", id_column=args.id_column
-    )
+    return corpus_from(args, kind)
 
 
-def _build(args: argparse.Namespace, kind: str) -> int:
-    declared: dict[str, FieldType] = {}
-    for name, field_type in args.fields or []:
-        if name in declared:
-            raise CorpusError(f"--field {name} is declared twice")
-        declared[name] = field_type
-    limits = ImageLimits(
-        max_bytes=args.max_image_bytes or BUILD_IMAGE_LIMITS.max_bytes,
-        max_pixels=args.max_image_pixels or BUILD_IMAGE_LIMITS.max_pixels,
-        formats=BUILD_IMAGE_LIMITS.formats,
-    )
-    collection = "captions" if kind == "captions" else None
-    options = IngestOptions(
-        collection=collection or args.collection or default_collection_name(args.name),
-        on_error=OnError(args.on_error or OnError.REFUSE.value),
-        fields=declared,
-        limits=limits,
-        factory=args.factory,
-        limit=args.limit,
-        progress=not args.no_progress,
-    )
+def _build(args: argparse.Namespace, kind: str, index: IndexSpec | None) -> int:
+    options = ingest_options(args, kind, index)
     cluster = ClusterOptions(
         workers=args.workers,
         part_size=args.part_size,
@@ -230,11 +121,7 @@ def _build(args: argparse.Namespace, kind: str) -> int:
         providers=cast(ProviderRequest, args.providers),
         staging_root=args.staging_dir,
     )
-    ray_options = RayOptions(
-        address=args.ray_address,
-        num_cpus=args.num_cpus,
-        object_store_bytes=args.object_store_mb << 20,
-    )
+    ray_options = ray_options_from(args)
     with ray_cluster(ray_options):
         result = distributed_build(
             _corpus(kind, args),
@@ -257,9 +144,10 @@ def _build(args: argparse.Namespace, kind: str) -> int:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    kind = _check_options(args.parser, args)
+    kind = input_kind(args.parser, args)
+    index = index_spec(args.parser, args)
     try:
-        return _build(args, kind)
+        return _build(args, kind, index)
     except BuildRefusedError as refused:
         for line in refused.lines():
             print(f"error: {line}" if line is refused.headline else line, file=sys.stderr)
@@ -271,6 +159,7 @@ def _handle(args: argparse.Namespace) -> int:
         CorpusError,
         ClusterError,
         DistributedBuildError,
+        IndexPlanError,
         OSError,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)

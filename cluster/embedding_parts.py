@@ -27,10 +27,10 @@ import socket
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, BinaryIO, Final, Literal
 
 import numpy as np
 
@@ -70,24 +70,21 @@ def worker_name() -> str:
 def write_atomically(path: Path, content: bytes) -> None:
     """Write ``content`` to ``path`` through a temporary sibling and ``os.replace``: a reader
     (or a retried attempt) sees the old file or the whole new one."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as output:
-            output.write(content)
-            output.flush()
-            os.fsync(output.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    _replace_atomically(path, lambda output: output.write(content))
 
 
 def save_array_atomically(path: Path, array: np.ndarray) -> None:
     """``np.save`` through a temporary sibling and ``os.replace``."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".npy", dir=path.parent)
+    _replace_atomically(path, lambda output: np.save(output, array), suffix=".npy")
+
+
+def _replace_atomically(path: Path, write: Callable[[BinaryIO], object], suffix: str = "") -> None:
+    """Call ``write`` on a temporary sibling of ``path``, fsync it and ``os.replace`` it onto
+    ``path``; the temporary file is removed when anything fails."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as output:
-            np.save(output, array)
+            write(output)
             output.flush()
             os.fsync(output.fileno())
         os.replace(temporary, path)

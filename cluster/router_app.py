@@ -22,29 +22,38 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
-from starlette.datastructures import Headers, MutableHeaders
+from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cluster.router_settings import RouterSettings
 from cluster.shard_router import ShardRouter, ShardsUnavailableError
 from cluster.shard_split import ShardMap
 from encoders.protocols import TextEncoderProtocol
-from service.errors import ErrorCode, ServiceError, error_response, install_error_handlers
-from service.middleware import BodyLimit, BodyLimitMiddleware
-from service.request_context import (
-    SCOPE_KEY,
-    RequestContext,
-    RequestIds,
-    choose_request_id,
-    request_id_of,
+from service.errors import ErrorCode, ServiceError, install_error_handlers
+from service.middleware import (
+    REQUEST_ID_HEADER,
+    BodyLimit,
+    BodyLimitMiddleware,
+    answer_internal_error,
+    open_request_context,
 )
-from service.schemas import ErrorResponse, JsonInteger, SearchResult, TextQuery, VectorQuery
+from service.request_context import RequestIds, request_id_of
+from service.schemas import (
+    ErrorResponse,
+    JsonInteger,
+    SearchResult,
+    TextQuery,
+    VectorQuery,
+    check_page_limits,
+    one_key_tag,
+    text_too_long,
+)
 from service.searcher import normalised_query_vector
 
 logger = logging.getLogger(__name__)
@@ -52,17 +61,9 @@ logger = logging.getLogger(__name__)
 SHARDS_UNAVAILABLE = "shards_unavailable"
 """The error code of a search refused because shards did not answer (503 + Retry-After)."""
 MISSING_SHARDS_HEADER = "x-missing-shards"
-REQUEST_ID_HEADER = "x-request-id"
 
 
-def _query_kind(value: Any) -> str | None:
-    if isinstance(value, dict):
-        given = [key for key in ("text", "vector") if key in value]
-        return given[0] if len(given) == 1 else None
-    if isinstance(value, TextQuery):
-        return "text"
-    return "vector" if isinstance(value, VectorQuery) else None
-
+_query_kind = one_key_tag({"text": TextQuery, "vector": VectorQuery})
 
 RoutedQuery = Annotated[
     Annotated[TextQuery, Tag("text")] | Annotated[VectorQuery, Tag("vector")],
@@ -92,21 +93,11 @@ class RoutedSearchRequest(BaseModel):
 
     def check_limits(self, settings: RouterSettings) -> None:
         """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
-        if self.k > settings.max_k:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT, f"k: {self.k} is more than max_k={settings.max_k}"
-            )
-        if self.offset > settings.max_offset:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT,
-                f"offset: {self.offset} is more than max_offset={settings.max_offset}",
-            )
-        if isinstance(self.query, TextQuery) and len(self.query.text) > settings.max_text_chars:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT,
-                f"query.text: {len(self.query.text)} characters, more than "
-                f"max_text_chars={settings.max_text_chars}",
-            )
+        check_page_limits(self.k, self.offset, max_k=settings.max_k, max_offset=settings.max_offset)
+        if isinstance(self.query, TextQuery) and (
+            error := text_too_long("query.text", self.query.text, settings.max_text_chars)
+        ):
+            raise error
 
 
 class RoutedTimings(BaseModel):
@@ -172,11 +163,7 @@ class _RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        offered = Headers(scope=scope).get(REQUEST_ID_HEADER)
-        context = RequestContext(
-            choose_request_id(offered, self.max_request_id_chars, self.request_ids)
-        )
-        scope[SCOPE_KEY] = context
+        context = open_request_context(scope, self.max_request_id_chars, self.request_ids)
         started = False
 
         async def send_with_id(message: Message) -> None:
@@ -192,12 +179,7 @@ class _RequestIdMiddleware:
             logger.exception("unhandled error (request %s)", context.request_id)
             if started:
                 raise
-            response = error_response(
-                ErrorCode.INTERNAL,
-                "internal error; quote the request_id when reporting it",
-                context.request_id,
-            )
-            await response(scope, receive, send_with_id)
+            await answer_internal_error(scope, receive, send_with_id, context.request_id)
 
 
 def shards_unavailable_response(

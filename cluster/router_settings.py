@@ -81,7 +81,7 @@ class RouterSettings(BaseSettings):
         description="Serve replicas of each shard; a shard is missing only when none answers.",
     )
     shard_replica_cpus: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0.0,
         description="Logical CPUs each shard replica reserves; replicas that do not fit the "
         "cluster wait unplaced (Serve reports the deployment as not running).",

@@ -8,12 +8,15 @@ other address (``"auto"``, ``"ray://head:10001"``) joins an existing cluster as 
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import ray
+
+from index_builder.build_options import positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +45,35 @@ class RayOptions:
                 f"object_store_bytes must be at least {MIN_OBJECT_STORE_BYTES} (75 MiB), "
                 f"got {self.object_store_bytes}"
             )
+
+
+def add_ray_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """Declare where to run: ``--ray-address``, or a local cluster of ``--num-cpus`` CPUs and
+    an ``--object-store-mb`` object store; :func:`ray_options_from` reads them."""
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        help="an existing cluster ('auto', 'ray://head:10001'); default: start a local one",
+    )
+    parser.add_argument(
+        "--num-cpus", type=positive_int, default=4, help="local cluster: logical CPUs (default 4)"
+    )
+    parser.add_argument(
+        "--object-store-mb",
+        type=positive_int,
+        default=256,
+        help="local cluster: object store size in MiB (default 256, at least 75)",
+    )
+
+
+def ray_options_from(args: argparse.Namespace) -> RayOptions:
+    """The options :func:`add_ray_arguments` declared, as :class:`RayOptions` (ClusterError
+    for an object store below Ray's minimum)."""
+    return RayOptions(
+        address=args.ray_address,
+        num_cpus=args.num_cpus,
+        object_store_bytes=args.object_store_mb << 20,
+    )
 
 
 @contextmanager

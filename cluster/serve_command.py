@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cluster.router_settings import RouterSettings
-from cluster.runtime import ClusterError, RayOptions, ray_cluster
+from cluster.runtime import ClusterError, add_ray_arguments, ray_cluster, ray_options_from
 from cluster.shard_split import ShardMapError, read_shard_map, split_bundle
 
 logger = logging.getLogger(__name__)
@@ -57,14 +57,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         default=None,
         help="the variant folder; its text tower answers text queries",
     )
-    serve_shards.add_argument(
-        "--ray-address",
-        default=None,
-        help="an existing cluster (auto, ray://...); default: a local one",
-    )
-    serve_shards.add_argument(
-        "--num-cpus", type=int, default=4, help="logical CPUs of the local cluster"
-    )
+    add_ray_arguments(serve_shards)
     serve_shards.add_argument(
         "--replicas",
         type=int,
@@ -146,7 +139,7 @@ def _serve_shards(args: argparse.Namespace) -> int:
         logger.error("%s", exc)
         return 2
     try:
-        with ray_cluster(RayOptions(address=args.ray_address, num_cpus=args.num_cpus)):
+        with ray_cluster(ray_options_from(args)):
             needed = required_cpus(settings, len(shard_map.shards))
             have = float(ray.cluster_resources().get("CPU", 0.0))  # type: ignore[no-untyped-call]
             if needed > have:

@@ -58,6 +58,17 @@ class BuildReport:
             "build_items_per_s": round(self.indexed / total, 1) if total > 0 else 0.0,
         }
 
+    def build_info(self) -> dict[str, object]:
+        """What a bundle manifest's ``build_info`` says of this build: the kind and inputs read,
+        the collection, the counts and the bad-item policy."""
+        return {
+            "kind": self.kind,
+            "inputs": dict(self.inputs),
+            "collection": self.collection,
+            "counts": {"read": self.read, "indexed": self.indexed, "skipped": len(self.skipped)},
+            "on_error": self.on_error,
+        }
+
     def to_json(self) -> dict[str, object]:
         """The report as ``build_report.json`` holds it."""
         return {

@@ -17,12 +17,7 @@ def build_index(vectors: np.ndarray, factory: str = "Flat") -> Any:
     data = np.ascontiguousarray(vectors, dtype=np.float32)
     if data.ndim != 2:
         raise ValueError(f"vectors must be [n, d], got shape {data.shape}")
-    try:
-        index = faiss.index_factory(int(data.shape[1]), factory, faiss.METRIC_INNER_PRODUCT)
-    except RuntimeError as exc:
-        raise ValueError(f"faiss cannot build factory string {factory!r}: {exc}") from exc
-    if not index.is_trained:
-        index.train(data)
+    index = _trained(factory, data)
     index.add(data)
     return index
 
@@ -41,6 +36,12 @@ def trained_empty_index(factory: str, sample: np.ndarray) -> Any:
     data = np.ascontiguousarray(sample, dtype=np.float32)
     if data.ndim != 2 or data.shape[0] == 0:
         raise ValueError(f"a training sample must be a non-empty [n, d] matrix, got {data.shape}")
+    return _trained(factory, data)
+
+
+def _trained(factory: str, data: np.ndarray) -> Any:
+    """An empty inner-product index of ``factory`` for ``data``'s dimension (``ValueError`` for
+    a factory string faiss refuses), trained on ``data`` when it needs training."""
     try:
         index = faiss.index_factory(int(data.shape[1]), factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:

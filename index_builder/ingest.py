@@ -33,7 +33,6 @@ from tqdm import tqdm
 from encoders.image_decode import ImageLimits
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from formats.field_types import FieldType
-from formats.hashing import sha256_file
 from index_builder.build_report import REPORT_FILE, BuildReport, problem_lines
 from index_builder.bundle import COLLECTION_PATTERN, CollectionInput, write_bundle
 from index_builder.embed import BUILD_IMAGE_LIMITS, embed_images, embed_texts
@@ -46,6 +45,8 @@ from index_builder.sources import (
     ImageFolderCorpus,
     ImageTable,
     TextTable,
+    corpus_inputs,
+    corpus_kind,
     read_corpus,
 )
 
@@ -116,35 +117,6 @@ class IngestResult:
     report: BuildReport
 
 
-def _inputs(corpus: Corpus) -> dict[str, object]:
-    """What was read, for the report and the manifest (tables with their sha256)."""
-    if isinstance(corpus, TextTable):
-        return {
-            "texts": str(corpus.path),
-            "sha256": sha256_file(corpus.path),
-            "id_column": corpus.id_column,
-            "text_column": corpus.text_column,
-        }
-    if isinstance(corpus, ImageTable):
-        return {
-            "image_table": str(corpus.path),
-            "sha256": sha256_file(corpus.path),
-            "path_column": corpus.path_column,
-            "id_column": corpus.id_column,
-        }
-    found: dict[str, object] = {"images": str(corpus.folder)}
-    if corpus.metadata is not None:
-        found["metadata"] = str(corpus.metadata)
-        found["metadata_sha256"] = sha256_file(corpus.metadata)
-    return found
-
-
-def _kind(corpus: Corpus) -> str:
-    if isinstance(corpus, TextTable):
-        return "texts"
-    return "image_table" if isinstance(corpus, ImageTable) else "images"
-
-
 def _check_images(
     items: list[ImageItem], options: IngestOptions
 ) -> tuple[list[ImageItem], list[BadItem]]:
@@ -211,7 +183,7 @@ def ingest(
         if image_encoder is None:
             raise CorpusError("images need a variant with an image tower")
         encoder = image_encoder
-    inputs = _inputs(corpus)
+    inputs = corpus_inputs(corpus)
     read_items = read_corpus(
         corpus, declared=options.fields, limit=options.limit, progress=options.progress
     )
@@ -253,7 +225,7 @@ def ingest(
 
     report = BuildReport(
         collection=options.collection,
-        kind=_kind(corpus),
+        kind=corpus_kind(corpus),
         inputs=inputs,
         on_error=options.on_error.value,
         read=read_items.read,
@@ -264,11 +236,7 @@ def ingest(
         notes=read_items.notes,
     )
     build_info: dict[str, object] = {
-        "kind": report.kind,
-        "inputs": inputs,
-        "collection": options.collection,
-        "counts": {"read": report.read, "indexed": report.indexed, "skipped": len(bad)},
-        "on_error": options.on_error.value,
+        **report.build_info(),
         "embed_seconds": {options.collection: round(timings["embed"], 3)},
         "providers": list(encoder.providers),
         "host": platform.node(),

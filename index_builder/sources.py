@@ -18,6 +18,7 @@ from typing import Generic, TypeVar
 from tqdm import tqdm
 
 from formats.field_types import FieldType, FieldValue
+from formats.hashing import sha256_file
 from formats.image_folder import relative_image_path, walk_image_folder
 from formats.tables import Table, TableRow, open_table
 from index_builder.field_schema import (
@@ -65,6 +66,36 @@ class ImageTable:
 
 Corpus = TextTable | ImageFolderCorpus | ImageTable
 """Any user corpus."""
+
+
+def corpus_kind(corpus: Corpus) -> str:
+    """The input option ``corpus`` came from: ``texts``, ``images`` or ``image_table``."""
+    if isinstance(corpus, TextTable):
+        return "texts"
+    return "image_table" if isinstance(corpus, ImageTable) else "images"
+
+
+def corpus_inputs(corpus: Corpus) -> dict[str, object]:
+    """What a build read, for its report and its manifest (tables with their sha256)."""
+    if isinstance(corpus, TextTable):
+        return {
+            "texts": str(corpus.path),
+            "sha256": sha256_file(corpus.path),
+            "id_column": corpus.id_column,
+            "text_column": corpus.text_column,
+        }
+    if isinstance(corpus, ImageTable):
+        return {
+            "image_table": str(corpus.path),
+            "sha256": sha256_file(corpus.path),
+            "path_column": corpus.path_column,
+            "id_column": corpus.id_column,
+        }
+    found: dict[str, object] = {"images": str(corpus.folder)}
+    if corpus.metadata is not None:
+        found["metadata"] = str(corpus.metadata)
+        found["metadata_sha256"] = sha256_file(corpus.metadata)
+    return found
 
 
 @dataclass

@@ -56,6 +56,30 @@ def _app_path(scope: Scope) -> str:
     return path[len(root) :] if root and path.startswith(root) else path
 
 
+def open_request_context(
+    scope: Scope, max_request_id_chars: int, request_ids: RequestIds, timeout_s: float = math.inf
+) -> RequestContext:
+    """The request's :class:`RequestContext`, stored in ``scope``: its id echoes a sane
+    ``x-request-id`` header, else is a fresh one from ``request_ids``."""
+    offered = Headers(scope=scope).get(REQUEST_ID_HEADER)
+    context = RequestContext(
+        choose_request_id(offered, max_request_id_chars, request_ids), timeout_s=timeout_s
+    )
+    scope[SCOPE_KEY] = context
+    return context
+
+
+async def answer_internal_error(
+    scope: Scope, receive: Receive, send: Send, request_id: str
+) -> None:
+    """The last-resort answer to an exception that escaped the app: 500 ``internal`` in the one
+    error shape, quoting ``request_id``."""
+    response = error_response(
+        ErrorCode.INTERNAL, "internal error; quote the request_id when reporting it", request_id
+    )
+    await response(scope, receive, send)
+
+
 def _ms(value: float) -> str:
     return f"{value:.3f}"
 
@@ -84,12 +108,9 @@ class RequestContextMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        offered = Headers(scope=scope).get(REQUEST_ID_HEADER)
-        context = RequestContext(
-            choose_request_id(offered, self.max_request_id_chars, self.request_ids),
-            timeout_s=self.request_timeout_s,
+        context = open_request_context(
+            scope, self.max_request_id_chars, self.request_ids, self.request_timeout_s
         )
-        scope[SCOPE_KEY] = context
         status = 500
         response_started = False
 
@@ -122,12 +143,7 @@ class RequestContextMiddleware:
             )
             if response_started:
                 raise  # Too late to answer; the server closes the connection.
-            response = error_response(
-                ErrorCode.INTERNAL,
-                "internal error; quote the request_id when reporting it",
-                context.request_id,
-            )
-            await response(scope, receive, send_with_headers)
+            await answer_internal_error(scope, receive, send_with_headers, context.request_id)
         finally:
             self._record(scope, context, status)
 

@@ -169,7 +169,7 @@ class VectorQuery(_Request):
         return VectorSide(self.vector, f"{where}.vector")
 
 
-def _one_key_tag(members: Mapping[str, type[BaseModel]]) -> Callable[[Any], str | None]:
+def one_key_tag(members: Mapping[str, type[BaseModel]]) -> Callable[[Any], str | None]:
     """The discriminator of a union whose members each hold one required key named for its tag:
     a dict's tag is the one member key it holds (None: none or several), a model's its class's."""
 
@@ -182,7 +182,7 @@ def _one_key_tag(members: Mapping[str, type[BaseModel]]) -> Callable[[Any], str 
     return tag
 
 
-_query_kind = _one_key_tag(
+_query_kind = one_key_tag(
     {"text": TextQuery, "image": ImageQuery, "item": ItemQuery, "vector": VectorQuery}
 )
 
@@ -209,17 +209,30 @@ QueryInput = Annotated[
 ``{"item": ...}`` or ``{"vector": ...}``; the OpenAPI document says exactly that (``oneOf``)."""
 
 
-def _too_long(where: str, text: str, settings: Settings) -> ServiceError | None:
-    if len(text) > settings.max_text_chars:
+def text_too_long(where: str, text: str, max_text_chars: int) -> ServiceError | None:
+    """The invalid_input error of a text at ``where`` longer than ``max_text_chars``, or None."""
+    if len(text) > max_text_chars:
         return ServiceError(
             ErrorCode.INVALID_INPUT,
-            f"{where}: {len(text)} characters, more than max_text_chars={settings.max_text_chars}",
+            f"{where}: {len(text)} characters, more than max_text_chars={max_text_chars}",
         )
     return None
 
 
+def check_page_limits(k: int, offset: int, *, max_k: int, max_offset: int) -> None:
+    """Raise ``ServiceError`` invalid_input when ``k`` or ``offset`` is past its limit."""
+    if k > max_k:
+        raise ServiceError(ErrorCode.INVALID_INPUT, f"k: {k} is more than max_k={max_k}")
+    if offset > max_offset:
+        raise ServiceError(
+            ErrorCode.INVALID_INPUT, f"offset: {offset} is more than max_offset={max_offset}"
+        )
+
+
 def _check_query_side(where: str, query: QueryInput, settings: Settings) -> None:
-    if isinstance(query, TextQuery) and (error := _too_long(f"{where}.text", query.text, settings)):
+    if isinstance(query, TextQuery) and (
+        error := text_too_long(f"{where}.text", query.text, settings.max_text_chars)
+    ):
         raise error
     if isinstance(query, ImageQuery):
         check_base64_length(f"{where}.image", query.image, settings)
@@ -357,15 +370,7 @@ class SearchOptions(_Request):
 
     def check_limits(self, settings: Settings) -> None:
         """Raise ``ServiceError`` invalid_input when a settings limit is exceeded."""
-        if self.k > settings.max_k:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT, f"k: {self.k} is more than max_k={settings.max_k}"
-            )
-        if self.offset > settings.max_offset:
-            raise ServiceError(
-                ErrorCode.INVALID_INPUT,
-                f"offset: {self.offset} is more than max_offset={settings.max_offset}",
-            )
+        check_page_limits(self.k, self.offset, max_k=settings.max_k, max_offset=settings.max_offset)
         if self.filter is not None:
             check_filter_limits("filter", self.filter, settings)
         if len(self.exclude) > settings.max_exclude:
@@ -571,7 +576,7 @@ class EmbedTexts(_Request):
                 f"max_embed_inputs={settings.max_embed_inputs}",
             )
         for index, text in enumerate(self.texts):
-            if error := _too_long(f"texts.{index}", text, settings):
+            if error := text_too_long(f"texts.{index}", text, settings.max_text_chars):
                 raise error
 
 
@@ -591,7 +596,7 @@ class EmbedImages(_Request):
             check_base64_length(f"images.{index}", image, settings)
 
 
-_embed_kind = _one_key_tag({"texts": EmbedTexts, "images": EmbedImages})
+_embed_kind = one_key_tag({"texts": EmbedTexts, "images": EmbedImages})
 
 
 EmbedRequest = Annotated[

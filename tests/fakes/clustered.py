@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
 from index_builder.bundle import LoadedCollection
+from index_builder.faiss_index import build_index
 from service.catalog import ServedCollection
 
 
@@ -36,11 +36,7 @@ def clustered_vectors(
 
 def built_index(vectors: npt.NDArray[np.float32], factory: str) -> Any:
     """A faiss inner-product index of ``factory`` trained on and filled with ``vectors``."""
-    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-    if not index.is_trained:
-        index.train(vectors)
-    index.add(vectors)
-    return index
+    return build_index(vectors, factory)
 
 
 def served_index(

@@ -42,7 +42,8 @@ class SweepConfig:
         metadata=option(
             "--values",
             parse=int_list,
-            help="parameter values to measure (default: the build's tuning sweep)",
+            help="parameter values to measure (default: the build's tuning sweep, then two "
+            "doublings past its chosen value)",
         ),
     )
     warmup_requests: int = field(

@@ -3,7 +3,7 @@ index measured across the values of its search parameter, over HTTP only.
 
 1. ``GET /v1/collections``: the collection, its index kind and parameter (``nprobe`` for IVF,
    ``ef_search`` for HNSW), the defaults in force and the build's tuning; the values to measure
-   are the tuning sweep's unless given.
+   are the tuning sweep's, continued by two doublings past the chosen value, unless given.
 2. Queries: the API lists no ids, so a pool of stored ids is gathered by exact searches
    (``search_params: {"exact": true}``) along seeded random directions, paged; ``queries`` of
    them are sampled with the seed. Each query is the stored item itself (``{"item": ...}``),
@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,13 +103,24 @@ def _parameter(entry: JsonObject) -> str:
     return parameter
 
 
+# The service's own ceiling for either parameter (max_nprobe, max_ef_search defaults).
+_LARGEST_VALUE = 1024
+_IVF_LISTS = re.compile(r"IVF(\d+)")
+
+
 def _values(entry: JsonObject, parameter: str, config: SweepConfig) -> list[int]:
+    """``--values``, else the build's tuning sweep (which stops at the chosen value) continued
+    by two doublings past it, so the curve shows what more recall costs; an IVF index's values
+    stop at its number of lists."""
     if config.values is not None:
         return list(config.values)
     tuning = entry.get("tuning") or {}
     swept = sorted({int(point["value"]) for point in tuning.get("sweep") or []})
     if swept:
-        return swept
+        lists = _IVF_LISTS.search(str(entry.get("factory") or ""))
+        ceiling = min(_LARGEST_VALUE, int(lists.group(1))) if lists else _LARGEST_VALUE
+        beyond = {min(ceiling, swept[-1] * factor) for factor in (2, 4)}
+        return sorted(set(swept) | beyond)
     default = (entry.get("search_params") or {}).get(parameter)
     if default is None:
         raise BenchmarkSetupError(
