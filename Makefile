@@ -239,7 +239,8 @@ clean: ## remove built variants, bundles and reports (keeps .venv)
 	rm -rf $(ARTIFACTS) reports/demo reports/bench
 
 # `make sweep`: recall@10 against exact search and latency of one collection's approximate index
-# across the values of its search parameter (default: the build's tuning sweep), over HTTP.
+# across the values of its search parameter (default: the build's tuning sweep, then two
+# doublings past the chosen value), over HTTP.
 SWEEP_URL ?= http://$(HOST):$(PORT)
 URL ?= $(SWEEP_URL)
 COLLECTION ?= captions
@@ -250,3 +251,7 @@ SWEEP_DIR ?= reports/sweep
 sweep: ## recall vs latency of COLLECTION's IVF/HNSW index at URL over QUERIES stored items (reports/sweep)
 	$(PY) -m benchmarks sweep --url $(URL) --collection $(COLLECTION) --queries $(QUERIES) \
 		--out $(SWEEP_DIR)
+
+.PHONY: scale-report
+scale-report: ## index kinds at scale on synthetic embeddings -> reports/scale (SCALES=1000000,10000000 PHASE=all|build|measure|report)
+	$(PY) scripts/scale_simulation.py --scales $(or $(SCALES),1000000) --phase $(or $(PHASE),all)
