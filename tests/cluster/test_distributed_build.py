@@ -322,6 +322,54 @@ def test_captions_through_the_command_line(
     assert capsys.readouterr().err.startswith("error: ")
 
 
+def test_a_tuned_on_disk_ivf_index_through_the_command_line(
+    text_corpus: Path, text_variant: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cluster.__main__ import main
+
+    local_dir = _single_machine(text_corpus, text_variant, tmp_path / "local")
+    status = main(
+        [
+            "build",
+            "--variant", str(text_variant),
+            "--texts", str(text_corpus),
+            "--collection", "texts",
+            "--name", "corpus",
+            "--bundles-root", str(tmp_path / "ray"),
+            "--index", "ivf-flat",
+            "--nlist", "8",
+            "--on-disk",
+            "--target-recall", "0.9",
+            "--tune-queries", "100",
+            "--workers", "2",
+            "--part-size", "128",
+            "--providers", "cpu",
+            "--no-progress",
+        ]
+    )  # fmt: skip
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    version_dir = Path(out.strip())
+    verify_bundle(version_dir)
+    collection = load_bundle(version_dir).collections["texts"]
+    assert collection.factory == "IVF8,Flat"
+    assert (version_dir / "texts.ivfdata").is_file()
+    tuning = collection.tuning
+    assert tuning is not None
+    assert (tuning.parameter, tuning.held_out_queries) == ("nprobe", 100)
+    assert tuning.met
+    assert tuning.recall_at_10 >= 0.9
+    assert collection.search_params == {"nprobe": tuning.value}
+    # Every list probed, the IVF index scores exactly what the single-machine flat index does.
+    local = load_bundle(local_dir).collections["texts"]
+    assert list(collection.ids) == list(local.ids)
+    collection.index.nprobe = 8
+    queries = np.asarray(local.vectors[[0, 17, 123, local.count - 1]])
+    exact_scores, _ = local.index.search(queries, 10)
+    ivf_scores, _ = collection.index.search(queries, 10)
+    np.testing.assert_allclose(ivf_scores, exact_scores, atol=1e-5)
+
+
 @pytest.mark.slow
 def test_the_real_minilm_variant_matches_the_single_machine_build(
     minilm_variant_dir: Path, text_corpus: Path, tmp_path: Path
