@@ -34,9 +34,11 @@ def load_script() -> ModuleType:
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    """Runs every phase once on 20k vectors (real bundle rows when built, else a stand-in)."""
+    """Runs every phase once on 20k vectors fit to the script's seeded stand-in for the caption
+    embeddings: the same data whether or not `make demo` has built the real bundle."""
     module = load_script()
     root = tmp_path_factory.mktemp("scale")
+    module.BUNDLE = root / "no-bundle"
     report = root / "report"
     argv = [
         "--scales", str(N),
@@ -86,7 +88,7 @@ def test_recall_grows_with_nprobe_and_ef(run: tuple[dict[str, Any], Path]) -> No
     for prefix in ("IVF1024,Flat", "IVF1024,PQ16", "HNSW32"):
         recalls = [pt["recall_at_10"] for pt in points(results, prefix)]
         assert all(b >= a - 0.02 for a, b in itertools.pairwise(recalls)), recalls
-    assert points(results, "IVF1024,Flat")[-1]["recall_at_10"] >= 0.97
+    assert points(results, "IVF1024,Flat")[-1]["recall_at_10"] >= 0.95
     assert points(results, "HNSW32")[-1]["recall_at_10"] >= 0.97
     assert points(results, "IVF1024,Flat")[0]["recall_at_10"] < 0.95  # nprobe 1 is approximate
 
