@@ -22,6 +22,7 @@ from formats.hashing import sha256_file
 from index_builder.bundle import BundleError, load_bundle
 from index_builder.bundle_layout import MANIFEST_FILE
 from service.catalog import ServedCollection
+from service.exact_scan import ExactScan
 from service.knn import nearest_many
 
 
@@ -55,6 +56,7 @@ class ShardSearcher:
             bundle=bundle.name,
             bundle_version=bundle.version,
             collection=loaded,
+            scan=ExactScan(threads=1),
         )
         self._loaded_at = time.time()
 

@@ -28,6 +28,7 @@ from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from encoders.variant import Tower
 from index_builder.bundle import LoadedCollection
 from service.batcher import Batcher
+from service.exact_scan import ExactScan
 from service.exceptions import InvalidQueryError, NotFoundError, quoted
 
 if TYPE_CHECKING:
@@ -156,6 +157,9 @@ class ServedCollection:
     collection: LoadedCollection
     index_device: str = "cpu"
     """Where faiss searches this collection: ``"cpu"`` or ``"gpu"`` (see ``faiss_device``)."""
+    scan: ExactScan | None = None
+    """The onnxruntime scan that searches a CPU flat collection's stored vectors (None: numpy's
+    matrix product does; see :mod:`service.exact_scan`)."""
 
     @property
     def name(self) -> str:

@@ -6,11 +6,14 @@ the cut until the last fetched score is strictly below the k-th kept one (or the
 collection is fetched) and re-sorts with that key. COCO holds many duplicate captions, so exact
 ties are common, not theoretical.
 
-Unrestricted searches of a flat inner-product index on the CPU multiply the queries by the
-collection's stored vectors with numpy (:func:`_candidates`): the rows are the index's own, and
-numpy's BLAS did 256 queries x 25,000 rows x 384 in 0.07 s on this 2-core machine where faiss's
-bundled one took 0.74 s (one query: 2.5 ms against 3.6 ms). Filtered searches keep faiss's ID
-selectors; other index kinds, and indexes on a GPU, are searched by faiss.
+Unrestricted searches of a flat inner-product index on the CPU scan the collection's stored
+vectors (:func:`_candidates`): the rows are the index's own. The collection's
+:class:`~service.exact_scan.ExactScan` (onnxruntime's GEMM and TopK) scans where the loader gave
+it one, else numpy's matrix product: numpy's BLAS did 256 queries x 25,000 rows x 384 in 0.07 s
+on this 2-core machine where faiss's bundled one took 0.74 s (one query: 2.5 ms against 3.6 ms),
+and the onnxruntime scan halves numpy's time for the 8-16 queries of a search batch. Filtered
+searches keep faiss's ID selectors; other index kinds, and indexes on a GPU, are searched by
+faiss.
 
 A request may override an approximate index's search parameters (``nprobe``, ``efSearch``;
 :mod:`service.search_params`): they are handed to faiss with the search (with the ID selector
@@ -75,7 +78,7 @@ def _numpy_searchable(collection: LoadedCollection) -> bool:
 
 
 def _candidates(
-    collection: LoadedCollection,
+    served: ServedCollection,
     queries: np.ndarray,
     fetch: int,
     *,
@@ -88,12 +91,22 @@ def _candidates(
     ``exact`` multiplies by the stored vectors whatever the index is, among the ``keep`` rows
     (None: all; ``fetch`` must not exceed the kept rows); else a flat index's stored vectors,
     or the index itself, are searched (``keep`` must then be None)."""
+    collection = served.collection
     if not (exact or _numpy_searchable(collection)):
         scores, rows = collection.index.search(queries, fetch)
         return scores, rows
     vectors, count = collection.vectors, collection.count
     dropped = None if keep is None else ~keep
     step = max(1, _BLOCK_CELLS // max(count, 1))
+    scan = served.scan
+    if scan is not None and dropped is None and fetch < count and scan.can_scan(vectors):
+        parts = [
+            scan.top(queries[start : start + step], vectors, fetch)
+            for start in range(0, len(queries), step)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))
     all_scores = np.empty((len(queries), fetch), dtype=np.float32)
     all_rows = np.empty((len(queries), fetch), dtype=np.int64)
     for start in range(0, len(queries), step):
@@ -159,9 +172,9 @@ def nearest(
     fetch = min(selectable, wanted + 1 + _extra_fetch(collection, params))
     while True:
         if params.exact:
-            scores, rows = _candidates(collection, vector, fetch, exact=True, keep=keep)
+            scores, rows = _candidates(served, vector, fetch, exact=True, keep=keep)
         elif search_params is None:
-            scores, rows = _candidates(collection, vector, fetch)
+            scores, rows = _candidates(served, vector, fetch)
         else:
             scores, rows = index.search(vector, fetch, params=search_params)
         # Fewer rows than asked (faiss pads with -1): the index has no more to give.
@@ -209,7 +222,7 @@ def nearest_many(
         index, search_params = _restricted(collection.index, None, params)
         scores, rows = index.search(matrix, fetch, params=search_params)
     else:
-        scores, rows = _candidates(collection, matrix, fetch, exact=params.exact)
+        scores, rows = _candidates(served, matrix, fetch, exact=params.exact)
     answers: list[list[SearchHit]] = []
     for position, (k, offset, exclude) in enumerate(pages):
         dropped = excluded[position]

@@ -28,6 +28,7 @@ from service.catalog import (
     StoreLoadError,
     VariantEncoders,
 )
+from service.exact_scan import ExactScan
 from service.exceptions import BundleRejectedError, NotFoundError, quoted
 from service.index_placement import FaissPlacementError, place_index
 from service.metrics import ServiceMetrics
@@ -97,9 +98,12 @@ def _apply_search_params(served: ServedCollection) -> None:
             ) from exc
 
 
-def _placed(served: ServedCollection, settings: Settings) -> ServedCollection:
+def _placed(
+    served: ServedCollection, settings: Settings, scan: ExactScan | None
+) -> ServedCollection:
     """``served`` with its index placed for serving by the ``faiss_device`` setting (a GPU
-    clone where faiss can make one). Call after :func:`_apply_search_params`.
+    clone where faiss can make one), and ``scan`` to scan its stored vectors on the CPU. Call
+    after :func:`_apply_search_params`.
 
     Raises :class:`StoreLoadError` when ``faiss_device=gpu`` and the index cannot go there.
     """
@@ -128,7 +132,16 @@ def _placed(served: ServedCollection, settings: Settings) -> ServedCollection:
         served,
         collection=dataclasses.replace(collection, index=placement.index),
         index_device=placement.device,
+        scan=scan if placement.device == "cpu" else None,
     )
+
+
+def flat_scan(settings: Settings) -> ExactScan | None:
+    """The scan of flat collections' stored vectors the ``flat_scan`` setting asks for (None:
+    numpy's matrix product), on ``blas_threads`` threads."""
+    if settings.flat_scan == "numpy":
+        return None
+    return ExactScan(threads=settings.blas_threads)
 
 
 def _check_encoders_fit(
@@ -251,7 +264,8 @@ def load_catalog(
     ]
     for one in served:
         _apply_search_params(one)
-    catalog = Catalog(variants, [_placed(one, settings) for one in served])
+    scan = flat_scan(settings)
+    catalog = Catalog(variants, [_placed(one, settings, scan) for one in served])
     logger.info("catalog ready in %.0f ms", (time.perf_counter() - started) * 1000.0)
     return catalog
 
@@ -369,7 +383,8 @@ def reload_bundles(
     try:
         for one in fresh:
             _apply_search_params(one)
-        placed = [_placed(one, settings) for one in fresh]
+        scan = flat_scan(settings)
+        placed = [_placed(one, settings, scan) for one in fresh]
         kept = [served for served in catalog.collections if served.bundle not in loaded]
         reloaded = catalog.with_collections(kept + placed)
     except StoreLoadError as error:

@@ -784,6 +784,10 @@ class ProcessInfo(BaseModel):
     blas_threads: int = Field(
         description="BLAS threads of the exact search in each worker; 0 = one per core."
     )
+    flat_scan: str = Field(
+        description="What scans a flat collection's stored vectors on the CPU: 'onnxruntime' "
+        "(its GEMM and TopK, on blas_threads threads) or 'numpy'."
+    )
 
 
 class VariantsResponse(BaseModel):

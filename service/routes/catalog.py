@@ -107,6 +107,7 @@ async def variants(state: StateDep, catalog: CatalogDep) -> VariantsResponse:
             encoder_threads=settings.encoder_workers,
             intra_op_threads=settings.intra_op_threads,
             blas_threads=settings.blas_threads,
+            flat_scan=settings.flat_scan,
         ),
         variants=[
             VariantInfo(

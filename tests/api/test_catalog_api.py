@@ -79,6 +79,7 @@ def test_variants(client: TestClient) -> None:
             "encoder_threads": 2,
             "intra_op_threads": 1,
             "blas_threads": 1,
+            "flat_scan": "onnxruntime",
         },
     }
 

@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from index_builder.bundle import LoadedCollection
 from service.catalog import ServedCollection
+from service.exact_scan import ExactScan
 
 
 class FakeResources:
@@ -124,10 +125,15 @@ TIE_QUERY = np.eye(8, dtype=np.float32)[0]
 
 
 def served_with(
-    vectors: npt.NDArray[np.float32], index: object, variant: str = "v", factory: str = "Flat"
+    vectors: npt.NDArray[np.float32],
+    index: object,
+    variant: str = "v",
+    factory: str = "Flat",
+    scan: ExactScan | None = None,
 ) -> ServedCollection:
-    """A served ``captions`` collection of ``variant`` searching ``index`` over ``vectors``; row
-    ``n`` has id ``item-n`` and metadata ``{"row": n}``."""
+    """A served ``captions`` collection of ``variant`` searching ``index`` over ``vectors``
+    (scanned by ``scan`` where it is a flat index; None: numpy); row ``n`` has id ``item-n`` and
+    metadata ``{"row": n}``."""
     ids = [f"item-{row}" for row in range(len(vectors))]
     collection = LoadedCollection(
         name="captions",
@@ -139,4 +145,6 @@ def served_with(
         factory=factory,
         metric="ip",
     )
-    return ServedCollection(variant=variant, bundle="b", bundle_version="1", collection=collection)
+    return ServedCollection(
+        variant=variant, bundle="b", bundle_version="1", collection=collection, scan=scan
+    )
