@@ -5,35 +5,32 @@ bare peer-bench figure and an index build run) and (b) in shuffled batches of ``
 the service's batcher hands the encoder at c32: about ten captions), one call each.
 
 usage: .venv/bin/python scripts/encoder_batches.py [--n 2000] [--batch 16] [--max-run 32]
-       [--captions ../shared/data/coco-karpathy-captions/captions_val.csv]
+       [--data ../shared/data] [--split val]
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import random
 import time
 from pathlib import Path
 
 from encoders.text_encoder import OnnxTextEncoder
+from formats.karpathy import read_captions
+from formats.layout import captions_path
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", type=Path, default=Path("artifacts/variants/minilm-l6-v2"))
-    parser.add_argument(
-        "--captions",
-        type=Path,
-        default=Path("../shared/data/coco-karpathy-captions/captions_val.csv"),
-    )
+    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--split", default="val", help="captions_<split>.csv (val)")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--max-run", type=int, default=32)
     args = parser.parse_args()
-    with args.captions.open(newline="", encoding="utf-8") as handle:
-        rows = csv.DictReader(handle)
-        captions = [row["text"] for _, row in zip(range(args.n), rows, strict=False)]
+    captions = [caption.text for caption in read_captions(captions_path(args.data, args.split))]
+    captions = captions[: args.n]
     encoder = OnnxTextEncoder(
         args.variant, providers="cpu", intra_op_threads=1, batch_size=args.max_run
     )

@@ -136,7 +136,7 @@ def _placed(
     )
 
 
-def flat_scan(settings: Settings) -> ExactScan | None:
+def _flat_scan(settings: Settings) -> ExactScan | None:
     """The scan of flat collections' stored vectors the ``flat_scan`` setting asks for (None:
     numpy's matrix product), on ``blas_threads`` threads."""
     if settings.flat_scan == "numpy":
@@ -264,7 +264,7 @@ def load_catalog(
     ]
     for one in served:
         _apply_search_params(one)
-    scan = flat_scan(settings)
+    scan = _flat_scan(settings)
     catalog = Catalog(variants, [_placed(one, settings, scan) for one in served])
     logger.info("catalog ready in %.0f ms", (time.perf_counter() - started) * 1000.0)
     return catalog
@@ -383,7 +383,7 @@ def reload_bundles(
     try:
         for one in fresh:
             _apply_search_params(one)
-        scan = flat_scan(settings)
+        scan = _flat_scan(settings)
         placed = [_placed(one, settings, scan) for one in fresh]
         kept = [served for served in catalog.collections if served.bundle not in loaded]
         reloaded = catalog.with_collections(kept + placed)
