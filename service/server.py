@@ -105,7 +105,9 @@ def run_server(
     """Serve ``settings`` in this process until SIGINT/SIGTERM (blocking): on a port of its own,
     or on ``sockets`` a supervisor bound (a worker of ``layout``)."""
     configure_logging(settings.log_level)
-    tune_process_threads(settings.blas_threads, settings.gil_switch_interval_ms)
+    tune_process_threads(
+        settings.blas_threads, settings.gil_switch_interval_ms, settings.tokenizer_parallelism
+    )
     app = create_app(settings, layout=layout)
     state = getattr(app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)

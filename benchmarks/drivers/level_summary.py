@@ -2,7 +2,10 @@
 
 Per level (:func:`summarize`, the load run's ``closed.c<N>`` / ``open.r<rate>``): p50/p95/p99/max
 of the 2xx answers; ``qps`` = 2xx answers ÷ window; ``503`` answers (``rejected``, the service's
-fast "overloaded" refusals) counted apart from other errors and with their own percentiles;
+fast "overloaded" refusals) counted apart from other errors and with their own percentiles,
+also from the moment a connection took them (``rejected_sent_p99_ms``: what the service and the
+wire took, without the client's dispatch lag, which on a machine shared with the service is a few
+ms at p99);
 errors by status or transport failure kind; the client's CPU time per request
 (``time.process_time``); and the Little's law check. :func:`latency_result` is the quality and
 compare runs' smaller closed-loop entry (:class:`evaluation.metrics.latency.LatencyResult`).
@@ -81,6 +84,17 @@ def _outcomes(
     return ok_ms, rejected_ms, finished_ms, by_status
 
 
+def _rejected_from_send(samples: Sequence[Sample]) -> list[float]:
+    """The 503 answers' times from the moment a connection took them, ms."""
+    return [
+        from_send
+        for sample in samples
+        if sample.failure is None
+        and sample.status == 503
+        and (from_send := sample.from_send_ms) is not None
+    ]
+
+
 def summarize(run: LevelRun) -> dict[str, object]:
     """The report entry of one level (times in ms, rates in requests/s).
 
@@ -89,7 +103,8 @@ def summarize(run: LevelRun) -> dict[str, object]:
     ``p99_ms``, ``max_ms``, ``mean_ms`` (2xx only), ``qps`` (2xx per second),
     ``answered_rps`` (every HTTP answer per second), ``errors`` (non-2xx non-503 answers and
     failures), ``errors_by_status`` (status code or failure kind → count), ``rejected`` (503
-    answers), ``rejected_p50_ms``, ``rejected_p99_ms``, ``client_cpu_ms_per_request``,
+    answers), ``rejected_p50_ms``, ``rejected_p99_ms``, ``rejected_sent_p99_ms`` (from the
+    moment a connection took the request), ``client_cpu_ms_per_request``,
     ``client_cpu_cores``, ``in_flight_mean``, ``in_flight_peak``, ``littles_law_xw``,
     ``littles_law_reference``, ``littles_law_ok``, ``dispatch_lag_p99_ms`` /
     ``pool_wait_p99_ms`` / ``backlogged`` (open loop), ``client_bound``, ``warnings``,
@@ -190,6 +205,7 @@ def summarize(run: LevelRun) -> dict[str, object]:
         "rejected": len(rejected_ms),
         "rejected_p50_ms": _ms(percentile(rejected_ms, 50.0)),
         "rejected_p99_ms": _ms(percentile(rejected_ms, 99.0)),
+        "rejected_sent_p99_ms": _ms(percentile(_rejected_from_send(run.samples), 99.0)),
         "client_cpu_ms_per_request": _ms(cpu_per_request),
         "client_cpu_cores": round(cpu_cores, 4),
         "in_flight_mean": round(run.in_flight_mean, 4),

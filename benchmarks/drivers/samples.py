@@ -39,6 +39,14 @@ class Sample:
         """Time from the intended send time to the complete answer, ms (``None`` if not done)."""
         return None if self.done is None else (self.done - self.intended) * 1000.0
 
+    @property
+    def from_send_ms(self) -> float | None:
+        """Time from when a connection took the request to the complete answer, ms: the latency
+        without the client's dispatch lag and pool wait (``None`` if not sent or not done)."""
+        if self.sent is None or self.done is None:
+            return None
+        return (self.done - self.sent) * 1000.0
+
 
 class InFlightMeter:
     """The client's own count of requests on the wire, integrated over time.

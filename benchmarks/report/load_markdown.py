@@ -127,7 +127,8 @@ def render_load_markdown(report: Mapping[str, Any]) -> str:
             f"ms vs unloaded p99 {_cell(overload.get('unloaded_p99_ms'))} ms (×"
             f"{_cell(overload.get('ratio'), 2)}); 503 share "
             f"{_cell(_percent(overload.get('rejected_share')))} % with p99 "
-            f"{_cell(overload.get('rejected_p99_ms'))} ms; other errors "
+            f"{_cell(overload.get('rejected_p99_ms'))} ms from the intended send time, "
+            f"{_cell(overload.get('rejected_sent_p99_ms'))} ms from the send; other errors "
             f"{_cell(overload.get('errors'))}"
         )
     else:

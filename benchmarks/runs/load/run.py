@@ -72,6 +72,8 @@ class LoadReport(TypedDict):
                                        "protocol" | "unsent" → count
                    rejected            503 answers (overloaded / not ready) — not in errors
                    rejected_p50_ms, rejected_p99_ms   their latency (a fast refusal is cheap)
+                   rejected_sent_p99_ms   the same from the moment a connection took them
+                                       (without the client's dispatch lag and pool wait)
                    client_cpu_ms_per_request   client CPU (process_time) ÷ requests, ms
                    client_cpu_cores    client CPU ÷ wall time (1.0 = one core busy)
                    in_flight_mean, in_flight_peak   client's own count of requests on the wire
@@ -90,7 +92,8 @@ class LoadReport(TypedDict):
         inprocess_qps      bare in-process queries/s (scripts/bench_inprocess.py) or null
         efficiency_ratio   saturation_qps ÷ inprocess_qps, or null
         overload_2x        {level, offered_rps, saturation_multiple, admitted_p99_ms,
-                            unloaded_p99_ms, ratio, rejected_share, rejected_p99_ms, errors, qps}
+                            unloaded_p99_ms, ratio, rejected_share, rejected_p99_ms,
+                            rejected_sent_p99_ms, errors, qps}
                            for the open level nearest 2× saturation (1.5–3×), or null
         inprocess          the in-process JSON as given, or null
         warnings           every level's warnings, prefixed by the level key

@@ -68,6 +68,7 @@ def overload_check(
         "ratio": None if ratio is None else round(ratio, 3),
         "rejected_share": round(int(entry["rejected"]) / requests, 4) if requests else None,
         "rejected_p99_ms": entry.get("rejected_p99_ms"),
+        "rejected_sent_p99_ms": entry.get("rejected_sent_p99_ms"),
         "errors": entry["errors"],
         "qps": entry["qps"],
     }

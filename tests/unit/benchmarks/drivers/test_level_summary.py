@@ -88,6 +88,20 @@ def test_open_summary_flags_latency_accrued_off_the_wire() -> None:
     assert entry["backlogged"] == 8
     assert entry["offered_rps"] == 10.0
     assert entry["pool_wait_p99_ms"] == pytest.approx(80.0)
+    assert entry["rejected_sent_p99_ms"] is None  # no 503 among them
+
+
+def test_refusals_are_timed_from_the_intended_send_and_from_the_send() -> None:
+    # Three 503s, each 12 ms from its intended send time, of which 9 ms before a connection
+    # took it (the client's lag): 3 ms from the send. A 200 and a timed-out request do not count.
+    samples = [_sample(i * 0.1, 0.012, status=503, wire_s=0.003) for i in range(3)]
+    samples.append(_sample(0.3, 0.05, wire_s=0.001))
+    samples.append(Sample(intended=0.4, dispatched=0.4, sent=0.4, failure="timeout"))
+    run = LevelRun("open", samples, 0.0, 1.0, 0.1, 1, 0.0, 4, rate=5.0, scheduled_s=0.4)
+    entry = summarize(run)
+    assert entry["rejected"] == 3
+    assert entry["rejected_p99_ms"] == pytest.approx(12.0)
+    assert entry["rejected_sent_p99_ms"] == pytest.approx(3.0)
 
 
 def test_latency_result_counts_warmup_errors_and_concurrency() -> None:

@@ -55,6 +55,25 @@ def test_tables_summary_and_warnings() -> None:
     assert f"]({LOAD_LATENCY_PLOT})" in markdown
 
 
+def test_the_overload_line_times_refusals_from_the_intended_send_and_from_the_send() -> None:
+    overload = {
+        "level": "r100",
+        "saturation_multiple": 2.0,
+        "admitted_p99_ms": 30.0,
+        "unloaded_p99_ms": 15.0,
+        "ratio": 2.0,
+        "rejected_share": 0.5,
+        "rejected_p99_ms": 10.5,
+        "rejected_sent_p99_ms": 4.25,
+        "errors": 0,
+    }
+    markdown = render_load_markdown({"closed": {}, "open": {}, "overload_2x": overload})
+    assert (
+        "503 share 50.0 % with p99 10.5 ms from the intended send time, 4.2 ms from the send"
+        in markdown
+    )
+
+
 def test_an_empty_run_has_no_level_tables() -> None:
     markdown = render_load_markdown({"closed": {}, "open": {}})
     assert "## Closed loop" not in markdown

@@ -24,6 +24,7 @@ LEVEL_KEYS = {
     "errors_by_status",
     "rejected",
     "rejected_p99_ms",
+    "rejected_sent_p99_ms",
     "client_cpu_ms_per_request",
     "littles_law_ok",
     "in_flight_mean",
@@ -38,6 +39,7 @@ OVERLOAD_KEYS = {
     "ratio",
     "rejected_share",
     "rejected_p99_ms",
+    "rejected_sent_p99_ms",
 }
 
 
