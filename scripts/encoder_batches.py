@@ -1,23 +1,70 @@
-"""What a random batch costs the text encoder against sorted full ones: CPU milliseconds per
-caption of ``OnnxTextEncoder.encode_texts`` on one onnxruntime thread, over the first ``--n``
-captions, (a) as one call (sorted by length and cut into runs of at most ``--max-run``, as the
-bare peer-bench figure and an index build run) and (b) in shuffled batches of ``--batch`` (what
-the service's batcher hands the encoder at c32: about ten captions), one call each.
+"""What the shape of a batch costs the text encoder: ``OnnxTextEncoder.encode_texts`` on one
+onnxruntime thread over the first ``--n`` captions, cut into batches of each ``--batches`` size
+two ways: *sorted* (consecutive captions in token-length order, as the bare peer-bench figure and
+an index build run them) and *shuffled* (random captions, what the service's batcher hands the
+encoder: about ten at c32), one call per batch.
 
-usage: .venv/bin/python scripts/encoder_batches.py [--n 2000] [--batch 16] [--max-run 32]
+Printed per shape: CPU milliseconds per caption in this process, then the sentences/s of
+``--processes`` copies of the same run side by side (each its own process, one onnxruntime
+thread), their sum being the encoder-only ceiling of that shape on this machine: on 2 cores the
+service runs two encoder threads of one thread each.
+
+usage: .venv/bin/python scripts/encoder_batches.py [--n 2000] [--batches 10,32] [--processes 2]
        [--data ../shared/data] [--split val]
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import random
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from encoders.text_encoder import OnnxTextEncoder
+import numpy as np
+
+from encoders.text_encoder import OnnxTextEncoder, TextTokenizer
+from encoders.variant import load_variant_manifest
 from formats.karpathy import read_captions
 from formats.layout import captions_path
+
+SHAPES = ("sorted", "shuffled")
+
+
+def _batches(
+    captions: Sequence[str], lengths: np.ndarray, shape: str, size: int
+) -> list[list[str]]:
+    if shape == "sorted":
+        ordered = [captions[i] for i in np.argsort(lengths, kind="stable")]
+    else:
+        ordered = list(captions)
+        random.Random(0).shuffle(ordered)
+    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def _encoder(variant: Path, max_run: int) -> OnnxTextEncoder:
+    return OnnxTextEncoder(variant, providers="cpu", intra_op_threads=1, batch_size=max_run)
+
+
+def _timed(encoder: OnnxTextEncoder, batches: list[list[str]]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) to encode ``batches``, one call each."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    for batch in batches:
+        encoder.encode_texts(batch)
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _side_by_side(
+    variant: Path, max_run: int, batches: list[list[str]], start: Any, rates: Any
+) -> None:
+    """One of the side-by-side copies: warm up, wait for the others, put its sentences/s."""
+    encoder = _encoder(variant, max_run)
+    encoder.encode_texts(batches[0])
+    start.wait()
+    wall, _ = _timed(encoder, batches)
+    rates.put(sum(len(batch) for batch in batches) / wall)
 
 
 def main() -> None:
@@ -26,27 +73,43 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--split", default="val", help="captions_<split>.csv (val)")
     parser.add_argument("--n", type=int, default=2000)
-    parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--max-run", type=int, default=32)
+    parser.add_argument("--batches", default="10,32", help="batch sizes, comma-separated")
+    parser.add_argument("--processes", type=int, default=2, help="copies run side by side")
     args = parser.parse_args()
+    sizes = [int(size) for size in args.batches.split(",")]
     captions = [caption.text for caption in read_captions(captions_path(args.data, args.split))]
     captions = captions[: args.n]
-    encoder = OnnxTextEncoder(
-        args.variant, providers="cpu", intra_op_threads=1, batch_size=args.max_run
+    max_run = max(sizes)
+    encoder = _encoder(args.variant, max_run)
+    text_tower = load_variant_manifest(args.variant).text
+    assert text_tower is not None, f"{args.variant} has no text tower"
+    tokenizer = TextTokenizer.from_file(
+        args.variant / text_tower.tokenizer_file, encoder.max_tokens
     )
+    lengths = tokenizer.encode(captions).lengths
     encoder.encode_texts(captions[:200])  # warm-up
-    shuffled = captions[:]
-    random.Random(0).shuffle(shuffled)
-    batches = [shuffled[i : i + args.batch] for i in range(0, len(shuffled), args.batch)]
-    for label, calls in (
-        (f"one call, sorted runs of <= {args.max_run}", [captions]),
-        (f"shuffled batches of {args.batch}", batches),
-    ):
-        started = time.process_time()
-        for call in calls:
-            encoder.encode_texts(call)
-        spent = time.process_time() - started
-        print(f"{label:36s} {1000.0 * spent / len(captions):6.2f} CPU ms per caption")
+    context = multiprocessing.get_context("spawn")
+    for size in sizes:
+        for shape in SHAPES:
+            batches = _batches(captions, lengths, shape, size)
+            _, cpu = _timed(encoder, batches)
+            start, queue = context.Barrier(args.processes), context.Queue()
+            copies = [
+                context.Process(
+                    target=_side_by_side, args=(args.variant, max_run, batches, start, queue)
+                )
+                for _ in range(args.processes)
+            ]
+            for copy in copies:
+                copy.start()
+            rates = [queue.get() for _ in copies]
+            for copy in copies:
+                copy.join()
+            print(
+                f"{shape:8s} batches of {size:3d}: {1000.0 * cpu / len(captions):5.2f} CPU ms per "
+                f"caption; {args.processes} side by side: {sum(rates):6.1f} sentences/s "
+                f"({', '.join(f'{rate:.1f}' for rate in rates)})"
+            )
 
 
 if __name__ == "__main__":
