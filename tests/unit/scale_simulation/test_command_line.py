@@ -2,46 +2,28 @@
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
-REPO = Path(__file__).resolve().parents[3]
-SCRIPT = REPO / "scripts" / "scale_simulation.py"
+from scale_simulation.command_line import cli_common, config_from, main, parse_args
+
 N = 20_000
-
-
-def load_script() -> ModuleType:
-    name = "scale_simulation_under_test"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
-    """Runs every phase once on 20k vectors fit to the script's seeded stand-in for the caption
-    embeddings: the same data whether or not `make demo` has built the real bundle."""
-    module = load_script()
+    """Runs every phase once on 20k vectors fit to the seeded stand-in for the caption
+    embeddings (a missing ``--bundle``): the same data whether or not `make demo` has built the
+    real bundle."""
     root = tmp_path_factory.mktemp("scale")
-    module.BUNDLE = root / "no-bundle"
     report = root / "report"
     argv = [
         "--scales", str(N),
+        "--bundle", str(root / "no-bundle"),
         "--cache", str(root / "cache"),
         "--report", str(report),
         "--fit-rows", "3000",
@@ -54,7 +36,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]
         "--pq", "8,16",
         "--warmup", "3",
     ]  # fmt: skip
-    assert module.main(argv) == 0
+    assert main(argv) == 0
     return json.loads((report / "results.json").read_text()), report
 
 
@@ -73,9 +55,20 @@ def test_report_files_are_written(run: tuple[dict[str, Any], Path]) -> None:
     text = (report / "report.md").read_text()
     assert "| 20k | Flat |" in text
     assert "Extrapolation to 100M and 1B" in text
+    assert f"`.venv/bin/python scripts/scale_simulation.py --scales {N} --bundle" in text
+    assert results["command"].startswith(f"scripts/scale_simulation.py --scales {N} ")
     kinds = results["scales"][str(N)]["kinds"]
     assert {k.split(" ")[0] for k in kinds} >= {"Flat", "HNSW32", "IVF1024,Flat", "IVF1024,PQ16"}
     assert all("points" in entry for entry in kinds.values())
+
+
+def test_the_stand_in_was_fit(run: tuple[dict[str, Any], Path]) -> None:
+    results, _ = run
+    assert results["generator"] == {
+        "clusters": 64,
+        "rank": 8,
+        "source": "seeded stand-in (bundle missing)",
+    }
 
 
 def test_flat_is_exact(run: tuple[dict[str, Any], Path]) -> None:
@@ -137,12 +130,19 @@ def test_synthetic_looks_like_real(run: tuple[dict[str, Any], Path]) -> None:
     assert abs(real - noise) > 0.3  # the check itself can tell noise from real
 
 
-def test_generator_is_seeded() -> None:
-    module = load_script()
-    real = module.load_real(None, 1)[0][:3000]
-    with threadpool_limits(1):  # BLAS threads spin on a busy 2-vCPU machine
-        gen = module.Generator.fit(np.ascontiguousarray(real), 16, 4, 7)
-    a = gen.sample(500, np.random.default_rng(3))
-    b = gen.sample(500, np.random.default_rng(3))
-    assert np.array_equal(a, b)
-    assert np.allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
+def test_a_measuring_process_gets_the_run_s_settings(tmp_path: Path) -> None:
+    args = parse_args(["--cache", str(tmp_path), "--pq", "8,16", "--real", str(tmp_path / "r")])
+    child = parse_args([*cli_common(args), "--phase", "measure-one", "--kind", "Flat"])
+    assert config_from(child) == config_from(args)
+    assert child.phase == "measure-one"
+    assert child.kind == "Flat"
+
+
+def test_the_defaults_point_into_the_checkout() -> None:
+    cfg = config_from(parse_args([]))
+    repo = Path(__file__).resolve().parents[3]
+    assert cfg.cache == repo / "artifacts" / "scale"
+    assert cfg.report == repo / "reports" / "scale"
+    assert cfg.bundle == repo / "artifacts" / "bundles" / "coco-captions"
+    assert cfg.pq == (32, 48)
+    assert cfg.target_qps == (1000, 10000)

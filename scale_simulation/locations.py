@@ -1,0 +1,10 @@
+"""Where the simulation finds its input and puts its output in this checkout by default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BUNDLE = REPO / "artifacts" / "bundles" / "coco-captions"
+CACHE = REPO / "artifacts" / "scale"
+REPORT = REPO / "reports" / "scale"
