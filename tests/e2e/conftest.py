@@ -26,6 +26,8 @@ from tests.conftest import REPO_ROOT
 E2E_CAPTIONS = 2_000
 SCENES_MODEL = REPO_ROOT / "models" / "scenes-dual-encoder"
 READY_TIMEOUT_S = 120.0
+# What each server process logs once it serves (service/app.py).
+WORKER_READY_LINE = "ready: serving "
 SHUTDOWN_TIMEOUT_S = 30.0
 
 
@@ -124,15 +126,20 @@ def start_service(
             stderr=subprocess.STDOUT,
         )
     service = LiveService(f"http://127.0.0.1:{port}", process, log_path)
+    # With several workers /readyz answers for whichever took the connection: the others may
+    # still be loading (and would then load whatever CURRENT names by the time they read it), so
+    # every worker's "ready" log line is awaited too.
+    workers = int(env["CRISSCROSS_WORKERS"])
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"service exited with {process.returncode}:\n{service.log()}")
         try:
-            if httpx.get(f"{service.url}/readyz", timeout=2.0).status_code == 200:
-                return service
+            ready = httpx.get(f"{service.url}/readyz", timeout=2.0).status_code == 200
         except httpx.TransportError:
-            pass
+            ready = False
+        if ready and (workers == 1 or service.log().count(WORKER_READY_LINE) >= workers):
+            return service
         time.sleep(0.2)
     stop_service(service)
     pytest.fail(f"service not ready after {READY_TIMEOUT_S} s:\n{service.log()}")
