@@ -190,7 +190,8 @@ class Settings(BaseSettings):
             "Whether the tokenizers library splits each batch's texts over its own thread pool "
             "(TOKENIZERS_PARALLELISM, set once per server process). Off, the encoder_workers "
             "batcher threads are the parallelism: on 2 CPU cores a caption in batches of 10 "
-            "took 0.044 CPU ms to tokenize without the pool against 0.076 with it, and at 32 "
+            "took 0.044 CPU ms to tokenize without the pool against 0.076 with it "
+            "(scripts/tokenizer_pool.py), and at 32 "
             "clients the pool's threads used another 0.08 ms of CPU per request. Index builds "
             "(a library use, not a server) keep the library's default."
         ),

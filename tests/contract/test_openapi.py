@@ -11,6 +11,13 @@ from pathlib import Path
 
 import pytest
 import schemathesis
+
+# Imported at collection, in the main thread, rather than lazily inside from_asgi below: pytest
+# rewrites schemathesis (a plugin) through ast.parse, and CPython 3.11.7 keeps the AST
+# constructor's recursion depth in interpreter-wide state (python/cpython#106905), so a parse
+# while another thread builds an AST can fail with "SystemError: AST constructor recursion depth
+# mismatch", as this module's fixture once did in CI.
+import schemathesis.specs.openapi.schemas
 from fastapi import FastAPI
 from hypothesis import HealthCheck, given, seed, settings
 from schemathesis.checks import not_a_server_error
