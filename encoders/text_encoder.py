@@ -204,6 +204,12 @@ class OnnxTextEncoder(VariantTower):
         """Truncation length in tokens, special tokens included."""
         return self._text.max_tokens
 
+    @property
+    def tokenizer(self) -> TextTokenizer:
+        """The variant's tokenizer, truncating at ``max_tokens`` and padding dynamically: what
+        :meth:`encode_texts` tokenizes with."""
+        return self._tokenizer
+
     def encode_texts(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``: float32 ``[len(texts), dim]``, L2-normalised rows, C-contiguous.
 

@@ -25,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from encoders.text_encoder import OnnxTextEncoder, TextTokenizer
-from encoders.variant import load_variant_manifest
+from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
 
@@ -81,12 +80,7 @@ def main() -> None:
     captions = captions[: args.n]
     max_run = max(sizes)
     encoder = _encoder(args.variant, max_run)
-    text_tower = load_variant_manifest(args.variant).text
-    assert text_tower is not None, f"{args.variant} has no text tower"
-    tokenizer = TextTokenizer.from_file(
-        args.variant / text_tower.tokenizer_file, encoder.max_tokens
-    )
-    lengths = tokenizer.encode(captions).lengths
+    lengths = encoder.tokenizer.encode(captions).lengths
     encoder.encode_texts(captions[:200])  # warm-up
     context = multiprocessing.get_context("spawn")
     for size in sizes:

@@ -17,21 +17,15 @@ import sys
 import time
 from pathlib import Path
 
-from encoders.text_encoder import TextTokenizer
-from encoders.variant import load_variant_manifest
+from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
-
-POOL_VARIABLE = "TOKENIZERS_PARALLELISM"
+from service.process_threads import TOKENIZERS_PARALLELISM
 
 
 def _measure(args: argparse.Namespace) -> None:
     """In this process (the pool as the variable says): one line of ms per caption."""
-    text_tower = load_variant_manifest(args.variant).text
-    assert text_tower is not None, f"{args.variant} has no text tower"
-    tokenizer = TextTokenizer.from_file(
-        args.variant / text_tower.tokenizer_file, text_tower.max_tokens
-    )
+    tokenizer = OnnxTextEncoder(args.variant, providers="cpu", intra_op_threads=1).tokenizer
     captions = [caption.text for caption in read_captions(captions_path(args.data, args.split))]
     captions = captions[: args.n]
     batches = [captions[i : i + args.batch] for i in range(0, len(captions), args.batch)]
@@ -42,7 +36,8 @@ def _measure(args: argparse.Namespace) -> None:
             tokenizer.encode(batch)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         print(
-            f"pool {os.environ[POOL_VARIABLE]:5s}: {1000.0 * cpu / len(captions):.3f} CPU ms and "
+            f"pool {os.environ[TOKENIZERS_PARALLELISM]:5s}: "
+            f"{1000.0 * cpu / len(captions):.3f} CPU ms and "
             f"{1000.0 * wall / len(captions):.3f} wall ms per caption",
             flush=True,
         )
@@ -64,7 +59,7 @@ def main() -> None:
     for pool in ("true", "false"):
         subprocess.run(
             [sys.executable, __file__, "--measure", *sys.argv[1:]],
-            env={**os.environ, POOL_VARIABLE: pool},
+            env={**os.environ, TOKENIZERS_PARALLELISM: pool},
             check=True,
         )
 

@@ -116,6 +116,7 @@ def test_describes_itself(encoder: OnnxTextEncoder, tiny_variant: tuple[Path, ob
     assert encoder.name == "tiny"
     assert encoder.dim == TINY_DIM
     assert encoder.max_tokens == TINY_MAX_TOKENS
+    assert encoder.tokenizer.max_tokens == TINY_MAX_TOKENS
     assert encoder.precision == "fp32"
     assert encoder.fingerprint == manifest.fingerprint
     assert encoder.manifest == manifest
