@@ -24,6 +24,8 @@ from typing import Final
 import numpy as np
 import numpy.typing as npt
 
+from encoders.providers import runs_on_gpu
+
 # A run's fixed cost in tokens' worth of work: CPU onnxruntime (one thread), MiniLM-L6.
 CPU_RUN_OVERHEAD_TOKENS: Final = 8.0
 # On CUDA or TensorRT a run costs about as much at 1 row as at 64: keep batches whole.
@@ -54,11 +56,7 @@ class RunCost:
 def run_cost_for(providers: Sequence[str]) -> RunCost:
     """A GPU's run cost when a session's first provider (``session.get_providers()``) is CUDA
     or TensorRT, else a CPU's."""
-    on_gpu = bool(providers) and providers[0] in (
-        "CUDAExecutionProvider",
-        "TensorrtExecutionProvider",
-    )
-    return RunCost(GPU_RUN_OVERHEAD_TOKENS if on_gpu else CPU_RUN_OVERHEAD_TOKENS)
+    return RunCost(GPU_RUN_OVERHEAD_TOKENS if runs_on_gpu(providers) else CPU_RUN_OVERHEAD_TOKENS)
 
 
 def plan_runs(

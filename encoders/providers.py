@@ -28,6 +28,15 @@ CPU_PROVIDER: Final = "CPUExecutionProvider"
 CUDA_PROVIDER: Final = "CUDAExecutionProvider"
 TENSORRT_PROVIDER: Final = "TensorrtExecutionProvider"
 
+GPU_PROVIDERS: Final = (CUDA_PROVIDER, TENSORRT_PROVIDER)
+
+
+def runs_on_gpu(active: Sequence[str]) -> bool:
+    """Whether a session whose providers in use are ``active`` (``session.get_providers()``, in
+    priority order) runs on a GPU: its first provider is CUDA or TensorRT."""
+    return bool(active) and active[0] in GPU_PROVIDERS
+
+
 # The shared library TensorRT's execution provider links against, by platform, newest first.
 # onnxruntime-gpu lists TensorRT whether or not it is installed; loading it is the honest test.
 TENSORRT_LIBRARIES: Final = (

@@ -103,6 +103,13 @@ class AdmissionGate:
         # Windows in a row that point to the other state (overloaded or not).
         self._turning_windows = 0
 
+    def set_overload_limit(self, overload_limit: int) -> None:
+        """From now on, ``overload_limit`` slots while overloaded (above ``limit``: ``limit``);
+        requests already in flight keep theirs."""
+        if overload_limit < 1:
+            raise ValueError(f"bad admission gate: {overload_limit=}")
+        self.overload_limit = min(overload_limit, self.limit)
+
     @property
     def waiting(self) -> int:
         """Requests in the waiting room now."""

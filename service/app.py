@@ -14,7 +14,6 @@ from fastapi import FastAPI
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
-from service.admission import AdmissionGate
 from service.auth import ApiKeyMiddleware, KeyRing
 from service.catalog import Catalog, VariantEncoders
 from service.errors import install_error_handlers
@@ -181,12 +180,7 @@ def create_app(
     )
     # Inside the key check (an unknown client gets 401, not 503), outside everything that reads
     # or parses the body.
-    gate = AdmissionGate(
-        limit=settings.max_concurrent_requests,
-        overload_limit=settings.overload_concurrent_requests,
-        max_waiting=settings.max_waiting_requests,
-        max_wait_s=settings.admission_wait_ms / 1000.0,
-    )
+    gate = state.admission
     # Read from the gate when /metrics is scraped: nothing to update on the request path.
     state.metrics.watch_admission(gate)
     app.add_middleware(

@@ -103,7 +103,16 @@ class ServedVariant:
     @property
     def batchers(self) -> list[Batcher[Any]]:
         """The batchers of the towers present, text first."""
-        return [b for b in (self.text_batcher, self.image_batcher) if b is not None]
+        return list(self.batchers_by_tower.values())
+
+    @property
+    def batchers_by_tower(self) -> dict[Tower, Batcher[Any]]:
+        """The batcher of each tower present, text first."""
+        present: tuple[tuple[Tower, Batcher[Any] | None], ...] = (
+            ("text", self.text_batcher),
+            ("image", self.image_batcher),
+        )
+        return {tower: batcher for tower, batcher in present if batcher is not None}
 
     @property
     def towers(self) -> list[Tower]:

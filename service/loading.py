@@ -20,7 +20,8 @@ import faiss
 
 from index_builder.bundle import BundleError, LoadedBundle, load_bundle, resolve_current
 from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE
-from service.batcher import Batcher, BatchLimits
+from service.batch_defaults import batch_limits
+from service.batcher import Batcher
 from service.catalog import (
     Catalog,
     ServedCollection,
@@ -42,39 +43,42 @@ EncoderFactory = Callable[[Path, Settings], VariantEncoders]
 per tower the variant has (``service.app.onnx_encoder_factory`` reads ``variant.json``)."""
 
 
-def batch_limits(settings: Settings) -> BatchLimits:
-    """How every encoder's batcher gathers and admits work under ``settings``."""
-    return BatchLimits(
-        max_batch_size=settings.max_batch_size,
-        max_wait_s=settings.max_wait_s,
-        max_queue_depth=settings.max_queue_depth,
-        retry_after_s=settings.overload_retry_after_s,
-        workers=settings.encoder_workers,
-    )
-
-
 def _served_variant(
     name: str,
     encoders: VariantEncoders,
     variant_dir: Path,
     is_default: bool,
-    limits: BatchLimits,
+    settings: Settings,
     metrics: ServiceMetrics,
 ) -> ServedVariant:
-    """A variant with one batcher per tower present."""
+    """A variant with one batcher per tower present, each with the limits that suit where its
+    encoder runs (:mod:`service.batch_defaults`)."""
+    text, image = encoders.text, encoders.image
     return ServedVariant(
         name=name,
         encoders=encoders,
         variant_dir=variant_dir,
         is_default=is_default,
         text_batcher=(
-            Batcher(encoders.text.encode_texts, limits, metrics, variant=name, tower="text")
-            if encoders.text is not None
+            Batcher(
+                text.encode_texts,
+                batch_limits(settings, text.providers),
+                metrics,
+                variant=name,
+                tower="text",
+            )
+            if text is not None
             else None
         ),
         image_batcher=(
-            Batcher(encoders.image.encode_images, limits, metrics, variant=name, tower="image")
-            if encoders.image is not None
+            Batcher(
+                image.encode_images,
+                batch_limits(settings, image.providers),
+                metrics,
+                variant=name,
+                tower="image",
+            )
+            if image is not None
             else None
         ),
     )
@@ -179,7 +183,7 @@ def with_fresh_batchers(catalog: Catalog, settings: Settings, metrics: ServiceMe
             variant.encoders,
             variant.variant_dir,
             variant.is_default,
-            batch_limits(settings),
+            settings,
             metrics,
         )
         for variant in catalog.variants
@@ -239,7 +243,7 @@ def load_catalog(
             encoders,
             variant_dir,
             variant_name == default_name,
-            batch_limits(settings),
+            settings,
             metrics,
         )
         variants[variant_name] = variant

@@ -229,6 +229,14 @@ class ServiceMetrics:
             multiprocess_mode="livemax",
             registry=self.registry,
         )
+        self.encoder_batch_size = Gauge(
+            "crisscross_encoder_max_batch_size",
+            "Most inputs per encoder call, per variant and tower: max_batch_size, or when unset "
+            "its default for the device the tower's session runs on.",
+            ["variant", "tower"],
+            multiprocess_mode="livemax",
+            registry=self.registry,
+        )
         self.ready = Gauge(
             "crisscross_ready",
             "1 once every bundle and encoder is loaded and the service answers queries (with "
@@ -265,18 +273,24 @@ class ServiceMetrics:
         bundles: Iterable[tuple[str, str, str]],
         collections: Iterable[tuple[str, str, str, str, int]],
         variants: Iterable[tuple[str, str, str, Iterable[str], str]],
+        batch_sizes: Iterable[tuple[str, str, int]] = (),
     ) -> None:
         """Publish what is served: ``(bundle, version, variant)``,
-        ``(variant, collection, bundle, version, count)`` and
-        ``(variant, tower, precision, providers, fingerprint)`` tuples. Replaces earlier
-        values."""
+        ``(variant, collection, bundle, version, count)``,
+        ``(variant, tower, precision, providers, fingerprint)`` and
+        ``(variant, tower, max_batch_size)`` tuples. Replaces earlier values."""
         if self.multiprocess_dir is not None:
             # A worker's files keep every series it ever wrote (prometheus_client cannot clear
             # them): what is no longer served reads 0.
             for gauge, labels in self._loaded_series:
                 gauge.labels(*labels).set(0)
         else:
-            for gauge in (self.bundle_info, self.collection_items, self.variant_info):
+            for gauge in (
+                self.bundle_info,
+                self.collection_items,
+                self.variant_info,
+                self.encoder_batch_size,
+            ):
                 gauge.clear()
         series: list[tuple[Gauge, tuple[str, ...], float]] = [
             (self.bundle_info, (bundle, version, variant), 1.0)
@@ -289,6 +303,10 @@ class ServiceMetrics:
         series += [
             (self.variant_info, (variant, tower, precision, ",".join(providers), fingerprint), 1.0)
             for variant, tower, precision, providers, fingerprint in variants
+        ]
+        series += [
+            (self.encoder_batch_size, (variant, tower), float(size))
+            for variant, tower, size in batch_sizes
         ]
         for gauge, labels, value in series:
             gauge.labels(*labels).set(value)

@@ -742,6 +742,16 @@ class ItemResponse(BaseModel):
     metadata: dict[str, Any]
 
 
+class BatchingInfo(BaseModel):
+    """How one tower's batcher gathers requests into encoder calls: the settings, or for what
+    they leave unset the defaults that suit the device its encoder runs on."""
+
+    max_batch_size: int = Field(description="Most inputs per encoder call.")
+    max_wait_ms: float = Field(
+        description="Milliseconds a partial batch waits for company; 0 = never."
+    )
+
+
 class VariantInfo(BaseModel):
     """A loaded encoder variant."""
 
@@ -754,6 +764,10 @@ class VariantInfo(BaseModel):
     )
     tower_providers: dict[str, list[str]] = Field(
         description="Providers in use, per tower (e.g. {'text': [...], 'image': [...]})."
+    )
+    tower_batching: dict[str, BatchingInfo] = Field(
+        description="Batching in force, per tower (max_batch_size and max_wait_ms unset "
+        "follow the tower's providers: larger batches and a short wait on a GPU)."
     )
     fingerprint: str
     bundle_versions: dict[str, str] = Field(
@@ -787,6 +801,11 @@ class ProcessInfo(BaseModel):
     flat_scan: str = Field(
         description="What scans a flat collection's stored vectors on the CPU: 'onnxruntime' "
         "(its GEMM and TopK, on blas_threads threads) or 'numpy'."
+    )
+    overload_concurrent_requests: int = Field(
+        description="Requests in flight per worker while overloaded, in force: the setting, or "
+        "when unset one per encoder thread, a full batch per encoder thread once an encoder "
+        "runs on a GPU (at most max_concurrent_requests)."
     )
 
 

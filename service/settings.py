@@ -340,28 +340,32 @@ class Settings(BaseSettings):
         ge=0,
         description="Most ids a search's 'exclude' list may hold; more gives 422 invalid_input.",
     )
-    max_batch_size: int = Field(
-        default=16,
+    max_batch_size: int | None = Field(
+        default=None,
         ge=1,
         description=(
             "Most inputs (texts or images) one encoder call gathers from the queued requests of "
             "one variant and tower; the rest wait for the next call. A request with more inputs "
-            "than this runs alone, whole. The text encoder cuts a batch into runs of similar "
-            "length, so larger batches cost no padding; they share one exact search, which "
-            "costs less per query the more queries it holds. MiniLM text search with 32 clients "
-            "on 2 CPU cores answered 311-325 requests/s (p99 130-135 ms) with 8, 322-337 "
-            "(131-156 ms) with 16 and 306-319 (173-180 ms) with 32. Raise it on a GPU."
+            "than this runs alone, whole. Default (unset): 16 for an encoder whose session runs "
+            "on the CPU, 64 for one on a GPU (CUDA or TensorRT first in get_providers()), where "
+            "a batch costs about one input; /v1/variants gives each tower's. The text encoder "
+            "cuts a batch into runs of similar length, so larger batches cost no padding; they "
+            "share one exact search, which costs less per query the more queries it holds. "
+            "MiniLM text search with 32 clients on 2 CPU cores answered 311-325 requests/s "
+            "(p99 130-135 ms) with 8, 322-337 (131-156 ms) with 16 and 306-319 (173-180 ms) "
+            "with 32."
         ),
     )
-    max_wait_ms: float = Field(
-        default=0.0,
+    max_wait_ms: float | None = Field(
+        default=None,
         ge=0.0,
         le=1000.0,
         description=(
             "Milliseconds the batcher waits for more requests after taking the first before it "
             "calls the encoder with a partial batch; 0 never waits (batches then hold what "
             "queued while the encoder was busy, which on CPU is as good: a lone request pays "
-            "the whole wait). Worth a few ms on a GPU, where a batch costs about one input."
+            "the whole wait). Default (unset): 0 for an encoder on the CPU, 2 for one on a "
+            "GPU, where a batch costs about one input."
         ),
     )
     encoder_workers: int = Field(
@@ -394,17 +398,19 @@ class Settings(BaseSettings):
             "answered about 245 requests/s with 8 in flight against 185 with 3."
         ),
     )
-    overload_concurrent_requests: int = Field(
-        default=2,
+    overload_concurrent_requests: int | None = Field(
+        default=None,
         ge=1,
         description=(
             "Most requests in flight while the service is overloaded (every one of "
             "max_concurrent_requests slots taken and arrivals outpacing completions, judged over "
             "0.25 s windows); the excess gets 503 overloaded with Retry-After at once, before its "
-            "body is read. The default, one per encoder worker, lets no admitted request queue "
-            "behind another: on 2 CPU cores at twice the saturation rate the admitted p99 was "
-            "1.8-1.9x the unloaded one with 2, 2.7-2.8x with 3 (which answered 8-20 % more). "
-            "Capped at max_concurrent_requests; raise it where the encoder batches well (a GPU)."
+            "body is read. Default (unset): encoder_workers (one per encoder worker, so no "
+            "admitted request queues behind another) while every encoder runs on the CPU; once "
+            "one runs on a GPU, a full batch per encoder worker (encoder_workers x that "
+            "encoder's max_batch_size). On 2 CPU cores at twice the saturation rate the admitted "
+            "p99 was 1.8-1.9x the unloaded one with 2, 2.7-2.8x with 3 (which answered 8-20 % "
+            "more). Capped at max_concurrent_requests; /v1/variants gives the value in force."
         ),
     )
     max_waiting_requests: int = Field(
@@ -659,11 +665,6 @@ class Settings(BaseSettings):
                 "with a visitor's credentials; list the origins instead"
             )
         return self
-
-    @property
-    def max_wait_s(self) -> float:
-        """``max_wait_ms`` in seconds."""
-        return self.max_wait_ms / 1000.0
 
     @property
     def request_timeout_s(self) -> float:

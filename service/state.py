@@ -13,6 +13,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.types import Scope
 
+from service.admission import AdmissionGate
+from service.batch_defaults import overload_limit
 from service.catalog import Catalog
 from service.errors import ErrorCode, ServiceError
 from service.exceptions import quoted
@@ -48,11 +50,18 @@ class ServiceState:
     load_error: str | None = None
     draining: bool = False
     searcher: Searcher = field(init=False)
+    admission: AdmissionGate = field(init=False)
+    """The door of the work routes; its overload limit follows the encoders once loaded."""
     reload_lock: asyncio.Lock = field(init=False)
 
     def __post_init__(self) -> None:
-        self.searcher = Searcher(
-            self.metrics, image_limits(self.settings), self.settings.faiss_threads
+        settings = self.settings
+        self.searcher = Searcher(self.metrics, image_limits(settings), settings.faiss_threads)
+        self.admission = AdmissionGate(
+            limit=settings.max_concurrent_requests,
+            overload_limit=overload_limit(settings, ()),
+            max_waiting=settings.max_waiting_requests,
+            max_wait_s=settings.admission_wait_ms / 1000.0,
         )
         self.begin_lifespan()
 
@@ -87,8 +96,16 @@ class ServiceState:
 
 def publish_catalog(state: ServiceState, catalog: Catalog) -> None:
     """Serve ``catalog`` from now on (one reference assignment) and publish what it serves in
-    the metrics. Requests that already hold the previous catalog finish on it."""
+    the metrics. Requests that already hold the previous catalog finish on it. The admission
+    gate's overload limit follows the devices the encoders run on
+    (:func:`service.batch_defaults.overload_limit`)."""
     state.catalog = catalog
+    state.admission.set_overload_limit(
+        overload_limit(
+            state.settings,
+            [active for v in catalog.variants for active in v.providers_by_tower.values()],
+        )
+    )
     state.metrics.record_loaded(
         bundles=sorted({(c.bundle, c.bundle_version, c.variant) for c in catalog.collections}),
         collections=[
@@ -99,6 +116,11 @@ def publish_catalog(state: ServiceState, catalog: Catalog) -> None:
             (v.name, tower, v.precision, providers, v.fingerprint)
             for v in catalog.variants
             for tower, providers in v.providers_by_tower.items()
+        ],
+        batch_sizes=[
+            (v.name, tower, batcher.limits.max_batch_size)
+            for v in catalog.variants
+            for tower, batcher in v.batchers_by_tower.items()
         ],
     )
 

@@ -11,6 +11,7 @@ from service.exceptions import NotFoundError, quoted
 from service.routes import AUTH_ERRORS, error_responses
 from service.schemas import (
     AppliedSearchParams,
+    BatchingInfo,
     CollectionInfo,
     CollectionsResponse,
     IndexTuningInfo,
@@ -108,6 +109,7 @@ async def variants(state: StateDep, catalog: CatalogDep) -> VariantsResponse:
             intra_op_threads=settings.intra_op_threads,
             blas_threads=settings.blas_threads,
             flat_scan=settings.flat_scan,
+            overload_concurrent_requests=state.admission.overload_limit,
         ),
         variants=[
             VariantInfo(
@@ -117,6 +119,13 @@ async def variants(state: StateDep, catalog: CatalogDep) -> VariantsResponse:
                 towers=list(variant.towers),
                 providers=variant.providers,
                 tower_providers=variant.providers_by_tower,
+                tower_batching={
+                    tower: BatchingInfo(
+                        max_batch_size=batcher.limits.max_batch_size,
+                        max_wait_ms=batcher.limits.max_wait_s * 1000.0,
+                    )
+                    for tower, batcher in variant.batchers_by_tower.items()
+                },
                 fingerprint=variant.fingerprint,
                 bundle_versions=catalog.bundle_versions_of(variant.name),
                 max_tokens=variant.max_tokens,

@@ -65,6 +65,7 @@ def test_variants(client: TestClient) -> None:
                 "towers": ["text"],
                 "providers": ["CPUExecutionProvider"],
                 "tower_providers": {"text": ["CPUExecutionProvider"]},
+                "tower_batching": {"text": {"max_batch_size": 16, "max_wait_ms": 0.0}},
                 "fingerprint": FAKE_FINGERPRINT,
                 "bundle_versions": {"coco-captions": "20260101T000000Z"},
                 "max_tokens": 128,
@@ -80,8 +81,44 @@ def test_variants(client: TestClient) -> None:
             "intra_op_threads": 1,
             "blas_threads": 1,
             "flat_scan": "onnxruntime",
+            "overload_concurrent_requests": 2,
         },
     }
+
+
+@pytest.mark.parametrize(
+    ("overrides", "batching", "overload"),
+    [
+        pytest.param({}, {"max_batch_size": 64, "max_wait_ms": 2.0}, 64, id="defaults"),
+        pytest.param(
+            {"max_batch_size": 8, "max_wait_ms": 0.5},
+            {"max_batch_size": 8, "max_wait_ms": 0.5},
+            16,
+            id="batching set",
+        ),
+        pytest.param(
+            {"overload_concurrent_requests": 3},
+            {"max_batch_size": 64, "max_wait_ms": 2.0},
+            3,
+            id="overload set",
+        ),
+    ],
+)
+def test_variants_report_the_batching_of_an_encoder_on_a_gpu(
+    settings: Settings,
+    overrides: dict[str, float],
+    batching: dict[str, float],
+    overload: int,
+) -> None:
+    # A session that really runs on CUDA: a batch costs about one input there.
+    encoder = FakeTextEncoder(providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    app = create_app(settings.model_copy(update=overrides), encoder_factory=fake_factory(encoder))
+    with TestClient(app) as client:
+        wait_ready(client)
+        body = client.get("/v1/variants").json()
+    assert body["variants"][0]["tower_batching"] == {"text": batching}
+    # A full batch per encoder thread (2), at most max_concurrent_requests (64).
+    assert body["processes"]["overload_concurrent_requests"] == overload
 
 
 def test_collections(client: TestClient) -> None:

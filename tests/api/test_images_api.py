@@ -236,6 +236,11 @@ def test_variants_report_towers_and_the_providers_of_each(multimodal: Multimodal
             "text": ["CPUExecutionProvider"],
             "image": ["CUDAExecutionProvider", "CPUExecutionProvider"],
         },
+        # Each tower batches for the device it runs on.
+        "tower_batching": {
+            "text": {"max_batch_size": 16, "max_wait_ms": 0.0},
+            "image": {"max_batch_size": 64, "max_wait_ms": 2.0},
+        },
         "fingerprint": CLIP_FINGERPRINT,
         "bundle_versions": {"coco-clip": "20260101T000000Z"},
         "max_tokens": 128,
@@ -488,6 +493,12 @@ def test_image_stages_are_timed_and_counted(multimodal: Multimodal) -> None:
         f'providers="CUDAExecutionProvider,CPUExecutionProvider",tower="image",'
         f'variant="{CLIP_VARIANT}"}} 1.0'
     ) in text
+    # Each tower's batch limit, for the device it runs on (image: CUDA; text: the CPU).
+    for tower, size in (("image", 64), ("text", 16)):
+        assert (
+            f'crisscross_encoder_max_batch_size{{tower="{tower}",variant="{CLIP_VARIANT}"}} '
+            f"{size}.0"
+        ) in text
 
 
 def test_access_log_carries_the_decode_time(

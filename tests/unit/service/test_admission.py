@@ -285,3 +285,13 @@ def test_a_closed_loop_of_at_most_limit_clients_is_never_overloaded(clients: int
         return refused, door.overloaded
 
     assert asyncio.run(scenario()) == (0, False)
+
+
+def test_the_overload_limit_can_change_and_stays_capped_at_the_limit() -> None:
+    door = AdmissionGate(8, 2, max_waiting=4, max_wait_s=1.0, clock=Clock())
+    door.set_overload_limit(5)
+    assert door.overload_limit == 5
+    door.set_overload_limit(100)
+    assert door.overload_limit == 8
+    with pytest.raises(ValueError, match="overload_limit=0"):
+        door.set_overload_limit(0)

@@ -17,7 +17,7 @@ from service.catalog import Catalog, StoreLoadError
 from service.exceptions import BundleRejectedError, InvalidQueryError, NotFoundError
 from service.index_placement import GpuSearchIndex, place_index
 from service.knn import nearest
-from service.loading import BundleChange, batch_limits, load_catalog, reload_bundles
+from service.loading import BundleChange, load_catalog, reload_bundles
 from service.metrics import ServiceMetrics
 from service.settings import Settings
 from tests.fakes.fake_bundles import CAPTIONS, caption_id, write_fake_bundle
@@ -84,14 +84,32 @@ def test_each_variant_gets_a_batcher_per_tower_under_the_settings_limits(tmp_pat
         overload_retry_after_s=4,
         encoder_workers=2,
     )
-    limits = batch_limits(settings)
-    assert (limits.max_batch_size, limits.max_wait_s, limits.max_queue_depth) == (5, 0.007, 9)
-    assert (limits.retry_after_s, limits.workers) == (4, 2)
     variant = load(settings).resolve_variant(None)
     (batcher,) = variant.batchers
     assert batcher is variant.text_batcher
-    assert (batcher.variant, batcher.tower, batcher.limits) == (FAKE_VARIANT, "text", limits)
+    assert variant.batchers_by_tower == {"text": batcher}
+    assert (batcher.variant, batcher.tower) == (FAKE_VARIANT, "text")
+    limits = batcher.limits
+    assert (limits.max_batch_size, limits.max_wait_s, limits.max_queue_depth) == (5, 0.007, 9)
+    assert (limits.retry_after_s, limits.workers) == (4, 2)
     assert variant.image_batcher is None
+
+
+@pytest.mark.parametrize(
+    ("providers", "batch", "wait_s"),
+    [
+        pytest.param(["CPUExecutionProvider"], 16, 0.0, id="cpu"),
+        pytest.param(["CUDAExecutionProvider", "CPUExecutionProvider"], 64, 0.002, id="cuda"),
+    ],
+)
+def test_unset_batching_follows_where_each_tower_really_runs(
+    tmp_path: Path, providers: list[str], batch: int, wait_s: float
+) -> None:
+    write_fake_bundle(tmp_path / "bundles")
+    settings = settings_for(tmp_path, encoder_workers=3)
+    variant = load(settings, FakeTextEncoder(providers=providers)).resolve_variant(None)
+    limits = variant.batchers_by_tower["text"].limits
+    assert (limits.max_batch_size, limits.max_wait_s, limits.workers) == (batch, wait_s, 3)
 
 
 def test_fingerprint_mismatch_is_refused(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ def test_what_is_loaded_replaces_what_was() -> None:
         variants=[
             ("clip", "text", "fp32", ["CUDAExecutionProvider", "CPUExecutionProvider"], "ab")
         ],
+        batch_sizes=[("clip", "text", 64)],
     )
     assert (
         sample(metrics, "crisscross_bundle_loaded", bundle="coco", version="v1", variant="clip")
@@ -56,6 +57,7 @@ def test_what_is_loaded_replaces_what_was() -> None:
     providers = "CUDAExecutionProvider,CPUExecutionProvider"
     tower = {"variant": "clip", "tower": "text", "precision": "fp32", "providers": providers}
     assert sample(metrics, "crisscross_variant_loaded", **tower, fingerprint="ab") == 1
+    assert sample(metrics, "crisscross_encoder_max_batch_size", variant="clip", tower="text") == 64
     assert sample(metrics, "crisscross_ready") == 1
     loaded_at = sample(metrics, "crisscross_store_loaded_timestamp_seconds")
     assert loaded_at is not None
@@ -71,6 +73,9 @@ def test_what_is_loaded_replaces_what_was() -> None:
         == 1
     )
     assert sample(metrics, "crisscross_collection_items", **collection) is None
+    assert (
+        sample(metrics, "crisscross_encoder_max_batch_size", variant="clip", tower="text") is None
+    )
 
 
 def test_the_exposition_is_prometheus_text() -> None:
