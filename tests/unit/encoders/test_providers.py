@@ -18,6 +18,7 @@ from encoders.providers import (
     ProviderRequest,
     check_active_providers,
     preload_cuda_libraries,
+    runs_on_gpu,
     select_providers,
     tensorrt_runtime_present,
 )
@@ -275,3 +276,21 @@ def test_a_cuda_session_really_runs_on_cuda_and_matches_cpu(
     np.testing.assert_allclose(
         on_gpu.encode_texts(texts), on_cpu.encode_texts(texts), rtol=0, atol=1e-4
     )
+
+
+@pytest.mark.parametrize(
+    ("active", "on_gpu"),
+    [
+        pytest.param([CUDA_PROVIDER, CPU_PROVIDER], True, id="cuda"),
+        pytest.param([TENSORRT_PROVIDER, CUDA_PROVIDER, CPU_PROVIDER], True, id="tensorrt"),
+        pytest.param([CPU_PROVIDER], False, id="cpu"),
+        # A session runs on its first provider; one listed after the CPU is a fallback unused.
+        pytest.param([CPU_PROVIDER, CUDA_PROVIDER], False, id="cuda after the cpu"),
+        pytest.param(["DmlExecutionProvider", CPU_PROVIDER], False, id="other accelerator"),
+        pytest.param([], False, id="none"),
+    ],
+)
+def test_a_session_runs_on_a_gpu_when_its_first_provider_is_cuda_or_tensorrt(
+    active: list[str], on_gpu: bool
+) -> None:
+    assert runs_on_gpu(active) is on_gpu
