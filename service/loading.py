@@ -18,10 +18,11 @@ from pathlib import Path
 
 import faiss
 
+from encoders.variant import Tower
 from index_builder.bundle import BundleError, LoadedBundle, load_bundle, resolve_current
 from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE
 from service.batch_defaults import batch_limits
-from service.batcher import Batcher
+from service.batcher import Batcher, EncodeFunction, Input
 from service.catalog import (
     Catalog,
     ServedCollection,
@@ -54,32 +55,21 @@ def _served_variant(
     """A variant with one batcher per tower present, each with the limits that suit where its
     encoder runs (:mod:`service.batch_defaults`)."""
     text, image = encoders.text, encoders.image
+
+    def batcher(
+        encode: EncodeFunction[Input], providers: Sequence[str], tower: Tower
+    ) -> Batcher[Input]:
+        limits = batch_limits(settings, providers)
+        return Batcher(encode, limits, metrics, variant=name, tower=tower)
+
     return ServedVariant(
         name=name,
         encoders=encoders,
         variant_dir=variant_dir,
         is_default=is_default,
-        text_batcher=(
-            Batcher(
-                text.encode_texts,
-                batch_limits(settings, text.providers),
-                metrics,
-                variant=name,
-                tower="text",
-            )
-            if text is not None
-            else None
-        ),
+        text_batcher=None if text is None else batcher(text.encode_texts, text.providers, "text"),
         image_batcher=(
-            Batcher(
-                image.encode_images,
-                batch_limits(settings, image.providers),
-                metrics,
-                variant=name,
-                tower="image",
-            )
-            if image is not None
-            else None
+            None if image is None else batcher(image.encode_images, image.providers, "image")
         ),
     )
 

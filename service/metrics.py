@@ -229,7 +229,7 @@ class ServiceMetrics:
             multiprocess_mode="livemax",
             registry=self.registry,
         )
-        self.encoder_batch_size = Gauge(
+        self.encoder_max_batch_size = Gauge(
             "crisscross_encoder_max_batch_size",
             "Most inputs per encoder call, per variant and tower: max_batch_size, or when unset "
             "its default for the device the tower's session runs on.",
@@ -289,7 +289,7 @@ class ServiceMetrics:
                 self.bundle_info,
                 self.collection_items,
                 self.variant_info,
-                self.encoder_batch_size,
+                self.encoder_max_batch_size,
             ):
                 gauge.clear()
         series: list[tuple[Gauge, tuple[str, ...], float]] = [
@@ -305,7 +305,7 @@ class ServiceMetrics:
             for variant, tower, precision, providers, fingerprint in variants
         ]
         series += [
-            (self.encoder_batch_size, (variant, tower), float(size))
+            (self.encoder_max_batch_size, (variant, tower), float(size))
             for variant, tower, size in batch_sizes
         ]
         for gauge, labels, value in series:
