@@ -60,13 +60,27 @@ def keyed_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
     assert stop_service(service) == 0, service.log()
 
 
-def run_schemathesis(service: LiveService, key: str | None) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def small_body_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
+    """A service whose JSON body limit is a few kilobytes: most bodies the fuzzer draws for
+    ``/v1/score`` run past it."""
+    variants_root, bundles_root, root = roots
+    limits = {"CRISSCROSS_MAX_TEXT_CHARS": "200", "CRISSCROSS_MAX_BODY_BYTES": "8000"}
+    service = start_service(variants_root, bundles_root, root / "small.log", limits)
+    yield service
+    assert stop_service(service) == 0, service.log()
+
+
+def run_schemathesis(
+    service: LiveService, key: str | None, *only_path: str
+) -> subprocess.CompletedProcess[str]:
     """``schemathesis run <url>/openapi.json --checks all`` with a fixed seed, as `make
-    contract` runs it; ``key`` fills both key schemes."""
+    contract` runs it; ``key`` fills both key schemes; ``only_path`` limits it to one route."""
     executable = Path(sys.executable).with_name("schemathesis")
     command = [str(executable), "--config-file", str(CONTRACT_DIR / "schemathesis.toml"), "run"]
     command += [f"{service.url}/openapi.json", "--checks", "all", "--seed", SEED]
     command += ["--max-examples", MAX_EXAMPLES, "--workers", "1"]
+    command += [option for path in only_path for option in ("--include-path", path)]
     env = {
         **os.environ,
         "SCHEMATHESIS_HOOKS": "tests.contract.schemathesis_hooks",
@@ -87,3 +101,15 @@ def test_schemathesis_finds_nothing_without_keys(open_service: LiveService) -> N
 def test_schemathesis_finds_nothing_with_keys(keyed_service: LiveService) -> None:
     result = run_schemathesis(keyed_service, ADMIN_KEY)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+
+def test_a_body_over_the_byte_limit_is_a_documented_refusal(
+    small_body_service: LiveService,
+) -> None:
+    """A body over ``max_body_bytes`` is refused with its documented 413 before it is parsed,
+    whether or not it matches the document. The fuzzer draws such bodies now and then at the
+    default 1 MiB (1,025 pairs of vectors); with an 8,000-byte limit it draws them every run,
+    and none of them may read as a contract failure."""
+    result = run_schemathesis(small_body_service, None, "/v1/score")
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    assert "route=/v1/score status=413" in small_body_service.log(), "no body ran past the limit"
