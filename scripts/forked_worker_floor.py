@@ -36,9 +36,9 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from worker_memory import MIB, read_rollup
+
 ROWS = 1000
 DIM = 384
 # What the service imports, imported before the fork so every child shares it.
@@ -56,22 +56,15 @@ IMPORTED = (
     "service.searcher",
     "service.server",
 )
-ROLLUP_KEYS = ("Rss", "Pss", "Pss_Anon", "Private_Clean", "Private_Dirty")
 
 
 def rollup_mib(pid: int) -> dict[str, float]:
-    """``/proc/PID/smaps_rollup`` in MiB, for :data:`ROLLUP_KEYS`."""
-    out: dict[str, float] = {}
-    for line in Path(f"/proc/{pid}/smaps_rollup").read_text(encoding="utf-8").splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[2] == "kB" and parts[0].rstrip(":") in ROLLUP_KEYS:
-            out[parts[0].rstrip(":")] = int(parts[1]) / 1024
-    return out
+    """``/proc/PID/smaps_rollup`` in MiB (:func:`worker_memory.read_rollup`)."""
+    return {key: value / MIB for key, value in read_rollup(pid).items()}
 
 
 def serve_forked(workers: int, requests: int) -> dict[str, object]:
     """One measurement: import, freeze, fork ``workers`` servers, send ``requests``, read."""
-    sys.path.insert(0, str(REPO))
     for module in IMPORTED:
         importlib.import_module(module)
     import numpy as np

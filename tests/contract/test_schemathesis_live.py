@@ -39,36 +39,37 @@ def roots(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     return variants_root, bundles_root, root
 
 
-@pytest.fixture
-def open_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
+def _serve(
+    roots: tuple[Path, Path, Path], name: str, env: dict[str, str] | None = None
+) -> Iterator[LiveService]:
+    """A live service on ``roots`` with ``env`` added, logging to ``<name>.log``; stopped after."""
     variants_root, bundles_root, root = roots
-    service = start_service(variants_root, bundles_root, root / "open.log")
+    service = start_service(variants_root, bundles_root, root / f"{name}.log", env)
     yield service
     assert stop_service(service) == 0, service.log()
 
 
 @pytest.fixture
+def open_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
+    yield from _serve(roots, "open")
+
+
+@pytest.fixture
 def keyed_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
-    variants_root, bundles_root, root = roots
     keys = {
         "CRISSCROSS_READ_KEYS": READ_KEY,
         "CRISSCROSS_ADMIN_KEYS": ADMIN_KEY,
         "CRISSCROSS_ADMIN_RELOAD": "true",
     }
-    service = start_service(variants_root, bundles_root, root / "keyed.log", keys)
-    yield service
-    assert stop_service(service) == 0, service.log()
+    yield from _serve(roots, "keyed", keys)
 
 
 @pytest.fixture
 def small_body_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
     """A service whose JSON body limit is a few kilobytes: most bodies the fuzzer draws for
     ``/v1/score`` run past it."""
-    variants_root, bundles_root, root = roots
     limits = {"CRISSCROSS_MAX_TEXT_CHARS": "200", "CRISSCROSS_MAX_BODY_BYTES": "8000"}
-    service = start_service(variants_root, bundles_root, root / "small.log", limits)
-    yield service
-    assert stop_service(service) == 0, service.log()
+    yield from _serve(roots, "small", limits)
 
 
 def run_schemathesis(
