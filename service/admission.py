@@ -80,12 +80,11 @@ class AdmissionGate:
         max_wait_s: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if limit < 1 or overload_limit < 1 or max_waiting < 0 or max_wait_s < 0:
-            raise ValueError(
-                f"bad admission gate: {limit=}, {overload_limit=}, {max_waiting=}, {max_wait_s=}"
-            )
+        if limit < 1 or max_waiting < 0 or max_wait_s < 0:
+            raise ValueError(f"bad admission gate: {limit=}, {max_waiting=}, {max_wait_s=}")
         self.limit = limit
-        self.overload_limit = min(overload_limit, limit)
+        self.overload_limit = limit
+        self.set_overload_limit(overload_limit)
         self.max_waiting = max_waiting
         self.max_wait_s = max_wait_s
         self._clock = clock
