@@ -20,6 +20,9 @@ Examples::
     python -m benchmarks sweep --url http://127.0.0.1:8000 --collection captions \\
         --queries 200 --out reports/sweep          # sweep.json/.md, sweep.png
 
+    python -m benchmarks hostile --url http://127.0.0.1:8000 --data ../shared/data \\
+        --stalled-bodies 200 --slowloris 1000 --out reports/hostile   # hostile.json/.md/.png
+
 ``cxc`` writes ``report.json``, ``report.md`` and PNG plots into ``--out``; ``load`` writes
 ``load.json``, ``load.md``, ``load.png`` and ``load_latency.png``. Both print the Markdown report
 to stdout. Exit status: 0 on success, 1 when the service or the data refused the run, 2 on bad
@@ -43,6 +46,7 @@ import httpx
 from benchmarks.drivers.http_client import ServiceError, ServiceNotReadyError
 from benchmarks.report.writers import (
     write_compare_outputs,
+    write_hostile_outputs,
     write_load_outputs,
     write_quality_outputs,
     write_sweep_outputs,
@@ -50,6 +54,8 @@ from benchmarks.report.writers import (
 from benchmarks.runs.cider import CiderRunConfig, run_cider
 from benchmarks.runs.compare.config import CompareConfig
 from benchmarks.runs.compare.run import run_compare
+from benchmarks.runs.hostile.config import HostileRunConfig
+from benchmarks.runs.hostile.run import run_hostile
 from benchmarks.runs.load.config import LoadRunConfig
 from benchmarks.runs.load.run import run_load
 from benchmarks.runs.options import add_options, config_from_args
@@ -122,6 +128,15 @@ COMMANDS: tuple[Command[Any, Any], ...] = (
         run_sweep,
         write_sweep_outputs,
         "sweep",
+    ),
+    Command(
+        "hostile",
+        "an honest client's search latency alone, then beside a crowd of slowloris heads and "
+        "stalled bodies held open by another process: latency, the crowd's closes, counters",
+        HostileRunConfig,
+        run_hostile,
+        write_hostile_outputs,
+        "hostile-clients run",
     ),
 )
 """The report-writing subcommands, in ``--help`` order (``cider`` follows them)."""

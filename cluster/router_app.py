@@ -38,8 +38,9 @@ from encoders.protocols import TextEncoderProtocol
 from service.errors import ErrorCode, ServiceError, install_error_handlers
 from service.middleware import (
     REQUEST_ID_HEADER,
+    BodyGateMiddleware,
     BodyLimit,
-    BodyLimitMiddleware,
+    ClientDisconnectedError,
     answer_internal_error,
     open_request_context,
 )
@@ -175,6 +176,8 @@ class _RequestIdMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except ClientDisconnectedError:
+            return  # the client left mid-body: nobody to answer
         except Exception:
             logger.exception("unhandled error (request %s)", context.request_id)
             if started:
@@ -322,7 +325,12 @@ def create_router_app(
             ],
         )
 
-    # Added last, run first: the request id wraps everything, the body limit the routes.
-    app.add_middleware(BodyLimitMiddleware, default=BodyLimit(settings.max_body_bytes))
+    # Added last, run first: the request id wraps everything, the body gate the routes.
+    app.add_middleware(
+        BodyGateMiddleware,
+        default=BodyLimit(settings.max_body_bytes),
+        timeout_s=settings.body_timeout_s,
+        route_paths=("/v1/search",),
+    )
     app.add_middleware(_RequestIdMiddleware, max_request_id_chars=settings.max_request_id_chars)
     return app

@@ -69,6 +69,29 @@ class RouterSettings(BaseSettings):
         ge=1024,
         description="A request body larger than this is refused (413) while it is read.",
     )
+    body_timeout_s: float = Field(
+        default=60.0,
+        gt=0.0,
+        le=3600.0,
+        description="Seconds a request's whole body may take to arrive once its head is in; "
+        "past it the client gets 408 request_timeout and the connection is closed. Bodies are "
+        "read whole before any shard is asked.",
+    )
+    request_timeout_s: float = Field(
+        default=120.0,
+        gt=0.0,
+        le=3600.0,
+        description="Seconds Ray Serve's HTTP proxy gives one request end to end (head, body, "
+        "fan-out, answer) before it answers 408; the proxy has no deadline of its own for a "
+        "request head, nor header or connection limits: put the router behind an ingress that "
+        "has them (docs/sharded-serving.md).",
+    )
+    keep_alive_timeout_s: int = Field(
+        default=5,
+        ge=1,
+        le=600,
+        description="Seconds Ray Serve's HTTP proxy keeps an idle kept-alive connection open.",
+    )
     max_request_id_chars: int = Field(
         default=128,
         ge=8,

@@ -156,7 +156,7 @@ def _serve_shards(args: argparse.Namespace) -> int:
                     have,
                 )
                 return 2
-            return _run_until_signal(app, args, shard_map)
+            return _run_until_signal(app, args, shard_map, settings)
     except ClusterError as exc:
         logger.error("%s", exc)
         return 2
@@ -170,7 +170,9 @@ def required_cpus(settings: RouterSettings, shards: int) -> float:
     )
 
 
-def _run_until_signal(app: Any, args: argparse.Namespace, shard_map: Any) -> int:
+def _run_until_signal(
+    app: Any, args: argparse.Namespace, shard_map: Any, settings: RouterSettings
+) -> int:
     """Deploy ``app`` and serve until SIGINT or SIGTERM; Serve is shut down either way. The
     handlers are installed after Ray started (Ray installs its own); a signal that arrives
     while the deployment is still starting interrupts it."""
@@ -187,7 +189,14 @@ def _run_until_signal(app: Any, args: argparse.Namespace, shard_map: Any) -> int
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        serve.start(http_options={"host": args.host, "port": args.port})
+        serve.start(
+            http_options={
+                "host": args.host,
+                "port": args.port,
+                "request_timeout_s": settings.request_timeout_s,
+                "keep_alive_timeout_s": settings.keep_alive_timeout_s,
+            }
+        )
         try:
             serve.run(app, name=args.app_name, route_prefix="/")
             serving = True

@@ -16,6 +16,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from service.process_layout import resolve_workers, usable_cores
+from service.process_setup import ConnectionLimitError, allow_open_files
 from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
 from service.workers import WorkerSupervisor
 
@@ -140,6 +141,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"crisscross-serve: invalid settings:\n{exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     except SettingsError as exc:
+        print(f"crisscross-serve: {exc}", file=sys.stderr)
+        return EXIT_BAD_SETTINGS
+    try:
+        # Raised here, before any worker spawns: the workers inherit the limit.
+        allow_open_files(settings.max_connections)
+    except ConnectionLimitError as exc:
         print(f"crisscross-serve: {exc}", file=sys.stderr)
         return EXIT_BAD_SETTINGS
     return serve(settings)

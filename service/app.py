@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
@@ -17,11 +18,11 @@ from encoders.variant import load_variant_manifest
 from service.auth import ApiKeyMiddleware, KeyRing
 from service.catalog import Catalog, VariantEncoders
 from service.errors import install_error_handlers
-from service.loading import EncoderFactory, load_catalog
+from service.loading import EncoderFactory, load_catalog, private_copies
 from service.metrics import ServiceMetrics
 from service.middleware import (
+    BodyGateMiddleware,
     BodyLimit,
-    BodyLimitMiddleware,
     ConcurrencyLimitMiddleware,
     CorsMiddleware,
     RequestContextMiddleware,
@@ -50,6 +51,16 @@ CORS_EXPOSED_HEADERS = [
     "x-timing-total-ms",
 ]
 CORS_MAX_AGE_S = 600
+ROUTERS = (
+    search.router,
+    search.upload_router,
+    score.router,
+    embed.router,
+    catalog.router,
+    admin.router,
+    health.router,
+    page.router,
+)
 
 
 def onnx_encoder_factory(variant_dir: Path, settings: Settings) -> VariantEncoders:
@@ -76,7 +87,8 @@ async def _load_in_background(state: ServiceState) -> None:
     """
 
     def load() -> Catalog:
-        loaded = load_catalog(state.settings, state.encoder_factory, state.metrics)
+        state.copies = private_copies(state.settings, state.layout)
+        loaded = load_catalog(state.settings, state.encoder_factory, state.metrics, state.copies)
         return catch_up(state, loaded)  # a worker of several: the versions the others serve
 
     try:
@@ -87,6 +99,7 @@ async def _load_in_background(state: ServiceState) -> None:
         logger.exception("refusing to serve: %s", state.load_error)
         return
     publish_catalog(state, catalog)
+    await anyio.to_thread.run_sync(state.release_unserved_copies)  # a catch-up's left-overs
     logger.info("ready: serving %d collections", len(catalog.collections))
 
 
@@ -150,6 +163,9 @@ def create_app(
                 with anyio.CancelScope(shield=True):
                     if state.catalog is not None:
                         await state.catalog.close(settings.graceful_shutdown_s)
+                    if state.copies is not None:
+                        await anyio.to_thread.run_sync(state.copies.close)
+                        state.copies = None
                 tasks.cancel_scope.cancel()
 
     app = FastAPI(
@@ -163,8 +179,8 @@ def create_app(
     )
     setattr(app.state, STATE_ATTRIBUTE, state)
     install_error_handlers(app)
-    # Starlette runs the middleware added last first: the context wraps the body limit, so a
-    # 413 still carries a request id, is logged and counted.
+    # Starlette runs the middleware added last first: the context wraps the body gate, so a
+    # 413 or 408 still carries a request id, is logged and counted.
     # JSON bodies keep max_body_bytes; the upload route's limit follows max_image_bytes.
     json_limit = BodyLimit(
         settings.max_body_bytes,
@@ -173,11 +189,6 @@ def create_app(
     )
     upload_limit = BodyLimit(settings.upload_body_limit, setting="max_upload_body_bytes")
     bulk_limit = BodyLimit(settings.max_bulk_body_bytes, setting="max_bulk_body_bytes")
-    app.add_middleware(
-        BodyLimitMiddleware,
-        default=json_limit,
-        by_path={UPLOAD_ROUTE: upload_limit, BULK_ROUTE: bulk_limit},
-    )
     # Inside the key check (an unknown client gets 401, not 503), outside everything that reads
     # or parses the body.
     gate = state.admission
@@ -189,6 +200,20 @@ def create_app(
         paths=WORK_ROUTES,
         retry_after_s=settings.overload_retry_after_s,
         metrics=state.metrics,
+    )
+    # Every body is read whole before admission: a slow or stalled one holds no in-flight slot.
+    app.add_middleware(
+        BodyGateMiddleware,
+        default=json_limit,
+        by_path={UPLOAD_ROUTE: upload_limit, BULK_ROUTE: bulk_limit},
+        timeout_s=settings.body_timeout_s,
+        route_paths={
+            route.path
+            for router in ROUTERS
+            for route in router.routes
+            if isinstance(route, APIRoute) and "{" not in route.path
+        },
+        on_timeout=lambda: state.metrics.count_client_refusal("body_timeout"),
     )
     # Keys are checked before any body byte is read.
     keys = KeyRing(settings.read_keys, settings.admin_keys)
@@ -211,16 +236,7 @@ def create_app(
         max_request_id_chars=settings.max_request_id_chars,
         request_timeout_s=settings.request_timeout_s,
     )
-    for router in (
-        search.router,
-        search.upload_router,
-        score.router,
-        embed.router,
-        catalog.router,
-        admin.router,
-        health.router,
-        page.router,
-    ):
+    for router in ROUTERS:
         app.include_router(router)
     _document_as_configured(app, state, keys)
     return app

@@ -46,6 +46,8 @@ class ErrorCode(StrEnum):
     NOT_FOUND = "not_found"
     SEARCH_PARAM_NOT_APPLICABLE = "search_param_not_applicable"
     METHOD_NOT_ALLOWED = "method_not_allowed"
+    REQUEST_TIMEOUT = "request_timeout"
+    HEADERS_TOO_LARGE = "headers_too_large"
     BUNDLE_REJECTED = "bundle_rejected"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
@@ -61,6 +63,8 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.NOT_FOUND: 404,
     ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 422,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.HEADERS_TOO_LARGE: 431,
     ErrorCode.BUNDLE_REJECTED: 409,
     ErrorCode.OVERLOADED: 503,
     ErrorCode.NOT_READY: 503,

@@ -21,6 +21,7 @@ import faiss
 from encoders.variant import Tower
 from index_builder.bundle import BundleError, LoadedBundle, load_bundle, resolve_current
 from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE
+from index_builder.private_copies import PrivateCopies, PrivateCopyError
 from service.batch_defaults import batch_limits
 from service.batcher import Batcher, EncodeFunction, Input
 from service.catalog import (
@@ -34,6 +35,7 @@ from service.exact_scan import ExactScan
 from service.exceptions import BundleRejectedError, NotFoundError, quoted
 from service.index_placement import FaissPlacementError, place_index
 from service.metrics import ServiceMetrics
+from service.process_layout import ProcessLayout
 from service.search_params import on_disk
 from service.settings import Settings
 
@@ -181,12 +183,50 @@ def with_fresh_batchers(catalog: Catalog, settings: Settings, metrics: ServiceMe
     return Catalog(variants, catalog.collections)
 
 
+def private_copies(settings: Settings, layout: ProcessLayout) -> PrivateCopies | None:
+    """Where this process copies the bundle versions it maps (``bundle_mapping``
+    ``private-copy``): ``private_copies_dir``, else the workers' run folder, else a fresh
+    temporary folder of its own; None when it maps the bundles in place."""
+    if settings.bundle_mapping == "in-place":
+        return None
+    if settings.private_copies_dir is not None:
+        return PrivateCopies(settings.private_copies_dir)
+    if layout.run_dir is not None:
+        return PrivateCopies(layout.run_dir / "copies")
+    return PrivateCopies.temporary()
+
+
+def _load_version(
+    version_dir: Path, settings: Settings, copies: PrivateCopies | None
+) -> LoadedBundle:
+    """Load one version folder: from its private copy when ``copies`` is given (the hashes are
+    then verified on the copy, the very bytes mapped), else in place."""
+    if copies is not None:
+        try:
+            version_dir = copies.adopt(version_dir)
+        except PrivateCopyError as error:
+            raise BundleError(str(error)) from error
+    return load_bundle(version_dir, verify=settings.verify_bundle_hashes)
+
+
+def served_sources(catalog: Catalog, settings: Settings) -> set[Path]:
+    """The version folders under the bundles root that ``catalog`` serves."""
+    return {
+        settings.bundles_root / bundle / version
+        for bundle, version in catalog.bundle_versions.items()
+    }
+
+
 def load_catalog(
-    settings: Settings, encoder_factory: EncoderFactory, metrics: ServiceMetrics
+    settings: Settings,
+    encoder_factory: EncoderFactory,
+    metrics: ServiceMetrics,
+    copies: PrivateCopies | None = None,
 ) -> Catalog:
     """Load every bundle the settings name, their variants' encoders (each with its batchers,
     counted in ``metrics``), and check they agree.
 
+    With ``copies``, every bundle version is read from its private copy (:func:`private_copies`).
     Blocking (reads files, hashes them, builds ONNX sessions). Raises ``SettingsError`` for
     missing paths, ``BundleError`` for a bad bundle, ``StoreLoadError`` when bundles and encoders
     do not fit together (fingerprint or dimension mismatch, unknown default variant, a collection
@@ -196,7 +236,7 @@ def load_catalog(
     bundles: list[tuple[str, LoadedBundle]] = []
     for bundle_dir in settings.bundle_dirs():
         version_dir = resolve_current(bundle_dir)
-        bundle = load_bundle(version_dir, verify=settings.verify_bundle_hashes)
+        bundle = _load_version(version_dir, settings, copies)
         bundles.append((bundle_dir.name, bundle))
         logger.info(
             "loaded bundle %s version %s (variant %s, collections %s)",
@@ -304,12 +344,16 @@ def _reload_target(settings: Settings, bundle: str, version: str | None) -> Path
 
 
 def _load_replacement(
-    catalog: Catalog, settings: Settings, bundle_name: str, version_dir: Path
+    catalog: Catalog,
+    settings: Settings,
+    bundle_name: str,
+    version_dir: Path,
+    copies: PrivateCopies | None,
 ) -> LoadedBundle:
     """Load and check one new bundle version against the catalog's loaded encoders."""
     version = version_dir.name
     try:
-        bundle = load_bundle(version_dir, verify=settings.verify_bundle_hashes)
+        bundle = _load_version(version_dir, settings, copies)
     except BundleError as error:
         raise _rejected(bundle_name, version, str(error)) from error
     if bundle.name != bundle_name:
@@ -335,6 +379,7 @@ def reload_bundles(
     *,
     bundle: str | None = None,
     version: str | None = None,
+    copies: PrivateCopies | None = None,
 ) -> tuple[Catalog, list[BundleChange]]:
     """A catalog serving new bundle versions, and what changed; ``catalog`` itself is untouched.
 
@@ -342,7 +387,9 @@ def reload_bundles(
     or its ``version`` when given (which need not be CURRENT). Versions already served are not
     reloaded; when nothing changes ``catalog`` itself is returned. Each new version is verified
     (hashes, unless ``verify_bundle_hashes`` is off), must name its bundle, and must have been
-    embedded by an encoder this catalog has loaded (same fingerprint and dimension).
+    embedded by an encoder this catalog has loaded (same fingerprint and dimension). With
+    ``copies``, new versions are read from their private copies; the caller releases those no
+    longer served once it has swapped (:func:`served_sources`).
 
     All or nothing: raises :class:`NotFoundError` (unknown bundle or version) or
     :class:`BundleRejectedError` (a corrupt, mismatched or unloadable version) and loads nothing
@@ -358,7 +405,9 @@ def reload_bundles(
     targets = {name: _reload_target(settings, name, version) for name in names}
     changes = [BundleChange(name, served[name], path.name) for name, path in targets.items()]
     loaded = {
-        change.bundle: _load_replacement(catalog, settings, change.bundle, targets[change.bundle])
+        change.bundle: _load_replacement(
+            catalog, settings, change.bundle, targets[change.bundle], copies
+        )
         for change in changes
         if change.changed
     }

@@ -176,6 +176,21 @@ class ServiceMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.client_refusals = Counter(
+            "crisscross_client_refusals",
+            "Connections and requests refused for how the client sent them, by reason: "
+            "head_timeout and body_timeout (408, closed), headers_too_large and too_many_headers "
+            "(431, closed), connection_limit (503 at accept, closed), body_unread (closed after "
+            "an answer that left the request's body unread).",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.connections_open = Gauge(
+            "crisscross_connections_open",
+            "HTTP connections open now (summed over workers).",
+            multiprocess_mode="livesum",
+            registry=self.registry,
+        )
         self.reloads = Counter(
             "crisscross_reloads",
             "POST /v1/admin/reload calls by outcome: swapped (a new version serves), unchanged "
@@ -267,6 +282,14 @@ class ServiceMetrics:
         labels = (route, method, str(status))
         self.requests.labels(*labels).inc()
         self.request_seconds.labels(*labels).observe(seconds)
+
+    def count_client_refusal(self, reason: str) -> None:
+        """Count one refusal at the connection or the body gate (see ``client_refusals``)."""
+        self.client_refusals.labels(reason).inc()
+
+    def move_open_connections(self, delta: int) -> None:
+        """A connection opened (+1) or closed (-1)."""
+        self.connections_open.inc(delta)
 
     def record_loaded(
         self,

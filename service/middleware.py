@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+import anyio
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -34,17 +34,25 @@ access_logger = logging.getLogger("crisscross.access")
 logger = logging.getLogger("crisscross.service")
 
 REQUEST_ID_HEADER = "x-request-id"
+CLIENT_CLOSED_REQUEST = 499
+"""The status logged and counted for a request whose client went away before it could be
+answered (nginx's convention); nothing is sent."""
 _QUIET_ROUTES = frozenset({"/healthz", "/readyz", "/metrics"})
 # HTTP allows any token as a method; unknown ones share one label so clients cannot mint series.
 _KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
+ROUTE_KEY = "crisscross.route"
+"""Scope key naming the route of a request refused before routing (a fixed path)."""
+
+
 def _route_template(scope: Scope) -> str:
     """The matched route's path template (``/v1/items/{collection}/{id}``), never the raw path:
-    raw paths hold item ids, which would explode metric cardinality and leak into logs."""
+    raw paths hold item ids, which would explode metric cardinality and leak into logs. A
+    request refused at the door before routing is named by :data:`ROUTE_KEY`, if at all."""
     route = scope.get("route")
     if route is None:
-        return UNMATCHED_ROUTE
+        return str(scope.get(ROUTE_KEY, UNMATCHED_ROUTE))
     template = getattr(route, "path_format", None) or getattr(route, "path", None)
     return str(template) if template else UNMATCHED_ROUTE
 
@@ -134,6 +142,8 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_with_headers)
+        except ClientDisconnectedError:
+            status = CLIENT_CLOSED_REQUEST  # nobody to answer; not the service's failure
         except Exception:
             logger.exception(
                 "unhandled error in %s %s (request %s)",
@@ -248,80 +258,120 @@ class BodyLimit:
         return f"{text}; {self.hint}" if self.hint else text
 
 
-class PayloadTooLargeError(HTTPException):
-    """Raised from ``receive`` once a body is known to exceed the limit; the error handlers
-    turn it into 413 ``payload_too_large`` (FastAPI re-raises HTTP exceptions met while reading
-    a body, so the matched route is known and the 413 is counted under it)."""
-
-    def __init__(self, limit: BodyLimit) -> None:
-        super().__init__(
-            status_code=413,
-            detail=limit.message(),
-            # The unread rest of the body would otherwise be parsed as the next request.
-            headers={"Connection": "close"},
-        )
+class ClientDisconnectedError(Exception):
+    """The client went away before its request's body was all in: nobody is left to answer."""
 
 
-class BodyLimitMiddleware:
-    """Refuses request bodies over their limit with 413 ``payload_too_large``.
+def has_body(headers: Headers) -> bool:
+    """Whether a request head announces a body (a non-zero ``Content-Length`` or chunks)."""
+    declared = headers.get("content-length")
+    if declared is not None:
+        return declared.strip() != "0"
+    return "transfer-encoding" in headers
+
+
+class BodyGateMiddleware:
+    """Reads every request body whole at the door, before anything behind it runs: within its
+    size limit (413 ``payload_too_large``) and within ``timeout_s`` of the head
+    (408 ``request_timeout``), then hands it on in one piece.
+
+    What stands behind — the admission gate, parsing, encoding — therefore never waits on a
+    client: a body that arrives slowly or stops halfway holds no in-flight slot, only its own
+    connection (bounded by ``max_connections``) and the bytes it really sent. A refusal closes
+    the connection (the rest of the body is unread). A client that disconnects mid-body ends
+    the request with :class:`ClientDisconnectedError` (logged as status 499, no answer).
 
     ``default`` applies to every path except those in ``by_path`` (exact route paths, without
     a proxy's ``root_path``; e.g. the multipart upload route, whose limit follows
     ``max_image_bytes`` rather than the JSON limit). Bytes are counted as they arrive —
     chunked uploads declare no length and a declared length can lie — and a ``Content-Length``
-    over the limit is refused at the first read, before any body byte is taken. Nothing is
-    buffered here.
+    over the limit is refused before any body byte is taken. A request refused here (or whose
+    client left) whose path is one of ``route_paths`` (routes without path parameters) is
+    counted and logged under it; ``on_timeout`` counts a body deadline that passed.
     """
 
     def __init__(
-        self, app: ASGIApp, *, default: BodyLimit, by_path: Mapping[str, BodyLimit] | None = None
+        self,
+        app: ASGIApp,
+        *,
+        default: BodyLimit,
+        by_path: Mapping[str, BodyLimit] | None = None,
+        timeout_s: float = math.inf,
+        route_paths: Iterable[str] = (),
+        on_timeout: Callable[[], None] = lambda: None,
     ) -> None:
         self.app = app
         self.default = default
         self.by_path = dict(by_path or {})
+        self.timeout_s = timeout_s
+        self.route_paths = frozenset(route_paths)
+        self.on_timeout = on_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.by_path.get(_app_path(scope), self.default)
-        declared = Headers(scope=scope).get("content-length")
-        declared_too_large = (
-            declared is not None and declared.isdigit() and int(declared) > limit.max_bytes
-        )
+        headers = Headers(scope=scope)
+        if not has_body(headers):
+            await self.app(scope, receive, send)
+            return
+        path = _app_path(scope)
+        if path in self.route_paths:  # a refusal or a disconnect below is counted under it
+            scope[ROUTE_KEY] = path
+        limit = self.by_path.get(path, self.default)
+        declared = headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit.max_bytes:
+            await self._refuse(scope, receive, send, ErrorCode.PAYLOAD_TOO_LARGE, limit.message())
+            return
+        chunks: list[bytes] = []
         received = 0
-        response_started = False
-
-        async def counting_receive() -> Message:
-            nonlocal received
-            if declared_too_large:
-                raise PayloadTooLargeError(limit)
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit.max_bytes:
-                    raise PayloadTooLargeError(limit)
-            return message
-
-        async def watching_send(message: Message) -> None:
-            nonlocal response_started
-            if message["type"] == "http.response.start":
-                response_started = True
-            await send(message)
-
         try:
-            await self.app(scope, counting_receive, watching_send)
-        except PayloadTooLargeError as exc:
-            # Reached only when the body was read outside FastAPI's handlers (a plain route).
-            if response_started:
-                raise
-            response = error_response(
-                ErrorCode.PAYLOAD_TOO_LARGE,
-                str(exc.detail),
-                request_id_of(scope),
-                headers=exc.headers,
+            with anyio.fail_after(self.timeout_s if math.isfinite(self.timeout_s) else None):
+                more = True
+                while more:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ClientDisconnectedError
+                    chunk = message.get("body", b"")
+                    received += len(chunk)
+                    if received > limit.max_bytes:
+                        await self._refuse(
+                            scope, receive, send, ErrorCode.PAYLOAD_TOO_LARGE, limit.message()
+                        )
+                        return
+                    if chunk:
+                        chunks.append(chunk)
+                    more = bool(message.get("more_body", False))
+        except TimeoutError:
+            self.on_timeout()
+            await self._refuse(
+                scope,
+                receive,
+                send,
+                ErrorCode.REQUEST_TIMEOUT,
+                f"the request body did not arrive within body_timeout_s={self.timeout_s:g} "
+                f"({received} bytes came)",
             )
-            await response(scope, receive, watching_send)
+            return
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if delivered:
+                return await receive()  # after the body: the disconnect, when it comes
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, code: ErrorCode, message: str
+    ) -> None:
+        response = error_response(
+            code, message, request_id_of(scope), headers={"Connection": "close"}
+        )
+        await response(scope, receive, send)
 
 
 class CorsMiddleware(CORSMiddleware):

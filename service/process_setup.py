@@ -1,14 +1,23 @@
-"""What every server process sets up before it serves: its logging, and the signals that stop
-it (a single server, each worker of several, and their supervisor alike)."""
+"""What every server process sets up before it serves: its logging, the signals that stop it
+and the open files its connections need (a single server, each worker of several, and their
+supervisor alike)."""
 
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import sys
 from typing import Final
 
 HANDLED_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+FILE_DESCRIPTOR_RESERVE: Final = 256
+"""File descriptors a server process needs beside its connections (bundles, encoders, logs,
+the listening socket, the metrics files of several workers)."""
+
+
+class ConnectionLimitError(RuntimeError):
+    """The process may not open as many files as ``max_connections`` needs."""
 
 
 def configure_logging(level: str) -> None:
@@ -19,3 +28,21 @@ def configure_logging(level: str) -> None:
         stream=sys.stderr,
         force=True,
     )
+
+
+def allow_open_files(max_connections: int) -> int:
+    """Raise this process's soft limit on open files to what ``max_connections`` needs (plus
+    :data:`FILE_DESCRIPTOR_RESERVE`); returns the limit now in force. Raises
+    :class:`ConnectionLimitError` when the hard limit is lower."""
+    needed = max_connections + FILE_DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return soft
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise ConnectionLimitError(
+            f"max_connections={max_connections} needs {needed} open files, but this process may "
+            f"open at most {hard} (RLIMIT_NOFILE): lower CRISSCROSS_MAX_CONNECTIONS or raise the "
+            "limit (ulimit -n, the container's nofile)"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    return needed

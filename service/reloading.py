@@ -45,19 +45,27 @@ async def reload_here(
             raise state.not_ready_error()
         try:
             reloaded, changes = await anyio.to_thread.run_sync(
-                lambda: reload_bundles(catalog, state.settings, bundle=bundle, version=version)
+                lambda: reload_bundles(
+                    catalog,
+                    state.settings,
+                    bundle=bundle,
+                    version=version,
+                    copies=state.copies,
+                )
             )
-        except (BundleRejectedError, NotFoundError) as error:
-            outcome = "rejected" if isinstance(error, BundleRejectedError) else "not_found"
+        except Exception as error:
+            if isinstance(error, BundleRejectedError | NotFoundError):
+                outcome = "rejected" if isinstance(error, BundleRejectedError) else "not_found"
+            else:
+                outcome = "failed"
             state.metrics.reloads.labels(outcome).inc()
-            raise
-        except Exception:
-            state.metrics.reloads.labels("failed").inc()
+            await anyio.to_thread.run_sync(state.release_unserved_copies)  # a refused copy
             raise
         if reloaded is catalog:
             state.metrics.reloads.labels("unchanged").inc()
         else:
             publish_catalog(state, reloaded)  # requests holding the old one finish on it
+            await anyio.to_thread.run_sync(state.release_unserved_copies)
             state.metrics.reloads.labels("swapped").inc()
         broadcast = state.broadcast
         if broadcast is None:
@@ -103,7 +111,9 @@ def _toward(catalog: Catalog, state: ServiceState, versions: Mapping[str, str]) 
     """``catalog`` serving ``versions`` for every bundle it serves that they name (blocking)."""
     for name, version in versions.items():
         if catalog.bundle_versions.get(name, version) != version:
-            catalog, _ = reload_bundles(catalog, state.settings, bundle=name, version=version)
+            catalog, _ = reload_bundles(
+                catalog, state.settings, bundle=name, version=version, copies=state.copies
+            )
     return catalog
 
 
@@ -169,6 +179,8 @@ async def apply_latest_order(state: ServiceState, broadcast: ReloadBroadcast) ->
         reloaded, error = await anyio.to_thread.run_sync(lambda: _followed(state, catalog, order))
         if reloaded is not catalog:
             publish_catalog(state, reloaded)
+        await anyio.to_thread.run_sync(state.release_unserved_copies)
+        if reloaded is not catalog:
             state.metrics.reloads.labels("followed").inc()
             logger.info("reload order %d applied: %s", order.generation, dict(order.versions))
         _acknowledge(state, broadcast, order, reloaded, error)

@@ -27,10 +27,13 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
 from service.app import create_app
+from service.http_protocol import ClientLimits, guarded_protocol
+from service.metrics import ServiceMetrics
 from service.process_layout import ProcessLayout
-from service.process_setup import HANDLED_SIGNALS, configure_logging
+from service.process_setup import HANDLED_SIGNALS, allow_open_files, configure_logging
 from service.process_threads import tune_process_threads
 from service.settings import Settings
 from service.state import STATE_ATTRIBUTE, ServiceState
@@ -97,6 +100,39 @@ class DrainingServer(uvicorn.Server):
                     signal.signal(sig, handler)
 
 
+def client_limits(settings: Settings) -> ClientLimits:
+    """What one connection may cost, from the settings (:mod:`service.http_protocol`)."""
+    return ClientLimits(
+        head_timeout_s=settings.head_timeout_s,
+        max_header_bytes=settings.max_header_bytes,
+        max_header_count=settings.max_header_count,
+        max_connections=settings.max_connections,
+        retry_after_s=settings.overload_retry_after_s,
+    )
+
+
+def server_config(app: FastAPI, settings: Settings, metrics: ServiceMetrics) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``: its address, the guarded protocol with the client
+    limits of the settings (counted in ``metrics``), drain bound and logging."""
+    protocol = guarded_protocol(
+        client_limits(settings), metrics.count_client_refusal, metrics.move_open_connections
+    )
+    return uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        workers=1,
+        http=protocol,
+        ws="none",  # the service has no WebSocket route: no upgrade path to attack
+        timeout_keep_alive=settings.keep_alive_timeout_s,
+        log_config=None,  # keep the logging configured by the process
+        log_level=settings.log_level,
+        access_log=False,  # the service writes its own access line, with request id and timings
+        timeout_graceful_shutdown=settings.graceful_shutdown_s,
+        lifespan="on",
+    )
+
+
 def run_server(
     settings: Settings,
     layout: ProcessLayout | None = None,
@@ -111,17 +147,8 @@ def run_server(
     app = create_app(settings, layout=layout)
     state = getattr(app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)
-    config = uvicorn.Config(
-        app,
-        host=settings.host,
-        port=settings.port,
-        workers=1,
-        log_config=None,  # keep the logging configured above
-        log_level=settings.log_level,
-        access_log=False,  # the service writes its own access line, with request id and timings
-        timeout_graceful_shutdown=settings.graceful_shutdown_s,
-        lifespan="on",
-    )
+    allow_open_files(settings.max_connections)
+    config = server_config(app, settings, state.metrics)
     DrainingServer(
         config,
         on_shutdown_signal=state.start_draining,

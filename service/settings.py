@@ -211,6 +211,27 @@ class Settings(BaseSettings):
         description="Check the sha256 of every bundle file before serving it (refuse on mismatch).",
     )
 
+    bundle_mapping: Literal["private-copy", "in-place"] = Field(
+        default="private-copy",
+        description=(
+            "How the service maps a bundle version's files (vectors, index codes, on-disk lists, "
+            "thumbnails). private-copy: it first copies the version into a folder it owns "
+            "(private_copies_dir) and verifies and maps the copy, so a bundle file truncated or "
+            "rewritten under the running server cannot reach a served page (that would kill "
+            "the process with SIGBUS); costs one copy of each served version on disk and the "
+            "time to copy it at load. in-place: maps the bundle's own files, for bundles on a "
+            "volume nothing writes while it is served (read-only mounts)."
+        ),
+    )
+    private_copies_dir: Path | None = Field(
+        default=None,
+        description=(
+            "Where bundle_mapping=private-copy keeps its copies; default: a fresh folder under "
+            "the system's temporary folder (TMPDIR), removed at exit (with several workers: one "
+            "they share in their run folder). Point it at a disk, not a RAM-backed /tmp, for "
+            "large bundles."
+        ),
+    )
     max_k: int = Field(
         default=1000,
         ge=1,
@@ -429,6 +450,65 @@ class Settings(BaseSettings):
         description=(
             "Longest a request waits at the door for an in-flight slot before 503 overloaded; "
             "0 turns the waiting room off (no free slot: 503 at once)."
+        ),
+    )
+    head_timeout_s: float = Field(
+        default=10.0,
+        gt=0.0,
+        le=600.0,
+        description=(
+            "Seconds a client has from opening a connection (or from the first byte of its next "
+            "request on a kept-alive one) to the end of the request line and headers; past it "
+            "the client gets 408 request_timeout and the connection is closed (slow heads, "
+            "connections that send nothing)."
+        ),
+    )
+    body_timeout_s: float = Field(
+        default=60.0,
+        gt=0.0,
+        le=3600.0,
+        description=(
+            "Seconds a request's whole body may take to arrive once its head is in; past it the "
+            "client gets 408 request_timeout and the connection is closed. Bodies are read whole "
+            "before admission, so a slow one holds no in-flight slot meanwhile."
+        ),
+    )
+    keep_alive_timeout_s: int = Field(
+        default=5,
+        ge=1,
+        le=600,
+        description=(
+            "Seconds an idle kept-alive connection stays open after its last answer before the "
+            "server closes it."
+        ),
+    )
+    max_header_bytes: int = Field(
+        default=16 * KIB,
+        ge=1024,
+        le=1 * MIB,
+        description=(
+            "Largest request line plus headers in bytes; larger gets 431 headers_too_large and "
+            "the connection is closed, counted as the bytes arrive (never buffered beyond it)."
+        ),
+    )
+    max_header_count: int = Field(
+        default=100,
+        ge=8,
+        le=10_000,
+        description=(
+            "Most header lines one request may have; more gets 431 headers_too_large and the "
+            "connection is closed."
+        ),
+    )
+    max_connections: int = Field(
+        default=2048,
+        ge=16,
+        le=1_000_000,
+        description=(
+            "Most open connections per server process (each worker has its own); one more is "
+            "answered 503 overloaded with Retry-After and closed as it is accepted. The process "
+            "raises its open-file limit to this plus 256 at start, and refuses to start when "
+            "the hard limit is lower."
         ),
     )
     request_timeout_ms: int = Field(

@@ -13,13 +13,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.types import Scope
 
+from index_builder.private_copies import PrivateCopies
 from service.admission import AdmissionGate
 from service.batch_defaults import overload_limit
 from service.catalog import Catalog
 from service.errors import ErrorCode, ServiceError
 from service.exceptions import quoted
 from service.images import image_limits
-from service.loading import EncoderFactory, with_fresh_batchers
+from service.loading import EncoderFactory, served_sources, with_fresh_batchers
 from service.metrics import ServiceMetrics
 from service.process_layout import ProcessLayout
 from service.reload_broadcast import ReloadBroadcast
@@ -53,6 +54,9 @@ class ServiceState:
     admission: AdmissionGate = field(init=False)
     """The door of the work routes; its overload limit follows the encoders once loaded."""
     reload_lock: asyncio.Lock = field(init=False)
+    copies: PrivateCopies | None = None
+    """Where the bundle versions this process maps are copied (None: mapped in place); made
+    when the lifespan loads (:func:`service.loading.private_copies`)."""
 
     def __post_init__(self) -> None:
         settings = self.settings
@@ -72,6 +76,13 @@ class ServiceState:
         if self.catalog is not None:
             self.catalog = with_fresh_batchers(self.catalog, self.settings, self.metrics)
         self.reload_lock = asyncio.Lock()
+
+    def release_unserved_copies(self) -> None:
+        """Let go of the private copies of versions the catalog no longer serves (deleted once
+        no other worker serves them either). Blocking: call it off the event loop. Requests
+        still searching a released version are safe: a deleted file stays mapped."""
+        if self.copies is not None and self.catalog is not None:
+            self.copies.keep(served_sources(self.catalog, self.settings))
 
     def start_draining(self) -> None:
         """Called on SIGTERM/SIGINT: readiness answers 503 from now on (and the

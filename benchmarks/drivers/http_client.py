@@ -288,6 +288,17 @@ class CrisscrossClient:
                 continue
             raise _service_error(response)
 
+    async def metrics_text(self) -> str:
+        """The Prometheus exposition of ``GET /metrics``.
+
+        Raises:
+            ServiceError: a non-2xx answer.
+        """
+        response = await self._http.get("/metrics")
+        if not response.is_success:
+            raise _service_error(response)
+        return response.text
+
     async def readyz(self) -> bool:
         """Whether ``GET /readyz`` answers 200 now (connection errors count as not ready)."""
         try:

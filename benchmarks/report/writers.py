@@ -8,6 +8,8 @@ from pathlib import Path
 
 from benchmarks.report.compare_html import COMPARE_QUERIES_JSON, write_compare_html
 from benchmarks.report.compare_markdown import PARETO_PLOT, render_compare_markdown
+from benchmarks.report.hostile_markdown import HOSTILE_PLOT, render_hostile_markdown
+from benchmarks.report.hostile_plot import plot_hostile
 from benchmarks.report.html_report import QUERIES_JSON, write_quality_html
 from benchmarks.report.json_file import write_json
 from benchmarks.report.latency_plots import plot_latency, plot_load
@@ -30,6 +32,7 @@ from benchmarks.report.quality_plots import (
 from benchmarks.report.sweep_markdown import SWEEP_PLOT, render_sweep_markdown
 from benchmarks.report.sweep_plot import plot_sweep
 from benchmarks.runs.compare.run import CompareRun
+from benchmarks.runs.hostile.run import HostileRun
 from benchmarks.runs.load.run import LoadRun
 from benchmarks.runs.quality.run import QualityRun
 from benchmarks.runs.sweep.run import SweepRun
@@ -156,4 +159,26 @@ def write_sweep_outputs(run: SweepRun, out_dir: Path) -> dict[str, Path]:
         f"{report['queries']} queries"
     )
     written["plot"] = plot_sweep(report, out_dir / SWEEP_PLOT, title)
+    return written
+
+
+def write_hostile_outputs(run: HostileRun, out_dir: Path) -> dict[str, Path]:
+    """Write ``hostile.json``, ``hostile.md`` and ``hostile.png`` (the honest client's latency
+    over time beside the crowd's open connections) into ``out_dir``.
+
+    Returns:
+        ``json``, ``markdown``, ``plot`` → file written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = run.report
+    written = {"json": write_json(report, out_dir / "hostile.json")}
+    markdown = out_dir / "hostile.md"
+    markdown.write_text(render_hostile_markdown(report), encoding="utf-8")
+    written["markdown"] = markdown
+    settings = report["settings"]
+    title = (
+        f"honest search beside {settings['stalled_bodies']} stalled bodies and "
+        f"{settings['slowloris']} slowloris heads"
+    )
+    written["plot"] = plot_hostile(run.samples, run.crowd_open, out_dir / HOSTILE_PLOT, title)
     return written

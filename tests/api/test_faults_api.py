@@ -29,6 +29,7 @@ from tests.api.test_errors_api import BAD_REQUESTS
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory
 from tests.fakes.service_app import wait_ready
+from tests.fakes.socket_server import SocketServer, serve_on_socket
 
 READ_KEY = "read-key-0123456789abcdef"
 ADMIN_KEY = "admin-key-0123456789abcdef"
@@ -62,6 +63,18 @@ def serve(
         if ready:
             wait_ready(client)
         yield client
+
+
+@contextmanager
+def serve_socket(root: Path, **changes: Any) -> Iterator[SocketServer]:
+    """The app of :func:`serve` on a real socket (uvicorn with the production protocol)."""
+    bundles, variants = root / "bundles", root / "variants"
+    write_fake_bundle(bundles)
+    (variants / FAKE_VARIANT).mkdir(parents=True, exist_ok=True)
+    settings = Settings(bundles_root=bundles, variants_root=variants, **changes)
+    app = create_app(settings, encoder_factory=fake_factory(FakeTextEncoder()))
+    with serve_on_socket(app, settings) as server:
+        yield server
 
 
 def wait_for(condition: Callable[[], bool]) -> None:
@@ -160,6 +173,18 @@ def corrupt_bundle_on_reload(root: Path) -> httpx.Response:
         return client.post("/v1/admin/reload", headers={"x-api-key": ADMIN_KEY})
 
 
+def stalled_body(root: Path) -> httpx.Response:
+    head = b"POST /v1/search HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    with serve_socket(root, body_timeout_s=0.2) as server:
+        return server.exchange(head + b'content-length: 100\r\n\r\n{"query": ')
+
+
+def too_many_headers(root: Path) -> httpx.Response:
+    lines = b"".join(b"x-h%d: v\r\n" % n for n in range(20))
+    with serve_socket(root, max_header_count=8) as server:
+        return server.exchange(b"GET /healthz HTTP/1.1\r\nhost: x\r\n" + lines + b"\r\n")
+
+
 def encoder_bug(root: Path) -> httpx.Response:
     with serve(root, FakeTextEncoder(fail_texts=frozenset({"a dog"}))) as client:
         return client.post("/v1/search", json=SEARCH)
@@ -201,6 +226,12 @@ FAULTS = {
     ),
     "corrupt bundle on reload": Fault(
         ErrorCode.BUNDLE_REJECTED, corrupt_bundle_on_reload, message_part="keeps serving"
+    ),
+    "stalled body": Fault(
+        ErrorCode.REQUEST_TIMEOUT, stalled_body, message_part="body_timeout_s=0.2"
+    ),
+    "too many header lines": Fault(
+        ErrorCode.HEADERS_TOO_LARGE, too_many_headers, message_part="max_header_count=8"
     ),
     "encoder gives NaN": Fault(ErrorCode.INVALID_INPUT, encoder_gives_nan, message_part="text #0"),
     "encoder bug (never a client's doing)": Fault(ErrorCode.INTERNAL, encoder_bug),

@@ -172,6 +172,70 @@ def test_a_corrupt_bundle_is_refused_and_the_old_one_keeps_serving(
     assert 'crisscross_reloads_total{outcome="rejected"} 1.0' in admin.get("/metrics").text
 
 
+def truncate_in_place(path: Path) -> None:
+    """What ``cp`` over a file, or a builder writing into the wrong folder, does to its bytes."""
+    with path.open("r+b") as handle:
+        handle.truncate(handle.seek(0, 2) // 2)
+
+
+def test_files_truncated_under_the_server_reach_none_of_its_pages(
+    admin: TestClient, bundles_root: Path
+) -> None:
+    # The served version's own files are cut in half where they lie: the server maps its
+    # private copies (bundle_mapping=private-copy), so searches touching every vector go on.
+    state = getattr(admin.app.state, STATE_ATTRIBUTE)  # type: ignore[attr-defined]
+    served = bundles_root / BUNDLE / V1
+    copy = state.copies.copy_of(served)
+    assert copy.is_dir()
+    for name in ("captions.vectors.npy", "captions.faiss"):
+        truncate_in_place(served / name)
+    exact = {**SEARCH, "k": len(CAPTIONS), "search_params": {"exact": True}}
+    for _ in range(3):
+        answer = admin.post("/v1/search", json=exact)
+        assert answer.status_code == 200, answer.text
+        assert len(answer.json()["results"]) == len(CAPTIONS)
+    # A new version damaged the same way is refused at reload by the check of its hashes.
+    version_dir = write_v2(bundles_root)
+    truncate_in_place(version_dir / "captions.vectors.npy")
+    refused = reload(admin)
+    assert refused.status_code == 409, refused.text
+    assert "sha256" in refused.json()["error"]["message"]
+    assert not state.copies.copy_of(version_dir).exists()  # the refused copy is gone
+    assert served_version(admin) == V1
+    assert admin.post("/v1/search", json=exact).status_code == 200
+
+
+def test_a_swap_deletes_the_copy_of_the_version_no_longer_served(
+    admin: TestClient, bundles_root: Path
+) -> None:
+    state = getattr(admin.app.state, STATE_ATTRIBUTE)  # type: ignore[attr-defined]
+    old_copy = state.copies.copy_of(bundles_root / BUNDLE / V1)
+    assert old_copy.is_dir()
+    version_dir = write_v2(bundles_root)
+    assert reload(admin).status_code == 200
+    assert not old_copy.exists()
+    assert state.copies.copy_of(version_dir).is_dir()
+
+
+def test_in_place_mapping_makes_no_copy(bundles_root: Path, variants_root: Path) -> None:
+    settings = reload_settings(bundles_root, variants_root, bundle_mapping="in-place")
+    with TestClient(create_app(settings, encoder_factory=fake_factory(FakeTextEncoder()))) as c:
+        wait_ready(c)
+        assert getattr(c.app.state, STATE_ATTRIBUTE).copies is None  # type: ignore[attr-defined]
+        assert c.post("/v1/search", json=SEARCH).status_code == 200
+
+
+def test_the_temporary_copies_are_removed_when_the_server_stops(
+    bundles_root: Path, variants_root: Path
+) -> None:
+    settings = reload_settings(bundles_root, variants_root)
+    with TestClient(create_app(settings, encoder_factory=fake_factory(FakeTextEncoder()))) as c:
+        wait_ready(c)
+        root = getattr(c.app.state, STATE_ATTRIBUTE).copies.root  # type: ignore[attr-defined]
+        assert root.is_dir()
+    assert not root.exists()
+
+
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

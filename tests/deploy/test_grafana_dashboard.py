@@ -86,6 +86,7 @@ MAY_BE_EMPTY = frozenset(
         "503 share of API requests",
         "Refused/s by reason",
         "Images refused/s by reason",
+        "Client refusals/s by reason",
         "Reloads by outcome",
     }
 )
@@ -276,6 +277,7 @@ def test_every_metric_the_dashboard_uses_is_exported(stack: Stack) -> None:
         "crisscross_reloads_total",
         "crisscross_requests_refused_total",
         "crisscross_images_refused_total",
+        "crisscross_client_refusals_total",
     }
     unsampled = used - stack.sampled - PROMETHEUS_SERIES - events
     assert unsampled == set(), sorted(unsampled)

@@ -107,6 +107,7 @@ def test_every_alert_has_a_for_a_severity_and_annotations() -> None:
         "CrisscrossLoadFailed",
         "CrisscrossHigh503Rate",
         "CrisscrossHighLatencyP99",
+        "CrisscrossConnectionsRefused",
         RELOAD_ALERT,
     }
     assert set(names) == expected

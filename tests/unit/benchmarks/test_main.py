@@ -145,6 +145,28 @@ DEFAULTS = {
         "--ready-timeout": ("ready_timeout", 120.0, "value"),
         "--timeout": ("timeout", 60.0, "value"),
     },
+    "hostile": {
+        "--url": ("url", "http://127.0.0.1:8000", "value"),
+        "--data": ("data", Path("/data/dir"), "value"),
+        "--split": ("split", "val", "value"),
+        "--out": ("out", None, "required"),
+        "--stalled-bodies": ("stalled_bodies", 200, "value"),
+        "--slowloris": ("slowloris", 1000, "value"),
+        "--declared-bytes": ("declared_bytes", 100_000, "value"),
+        "--sent-bytes": ("sent_bytes", 10, "value"),
+        "--line-interval-s": ("line_interval_s", 5.0, "value"),
+        "--duration-s": ("duration_s", 30.0, "value"),
+        "--attack-s": ("attack_s", 75.0, "value"),
+        "--warmup": ("warmup", 50, "value"),
+        "--head-timeout-s": ("head_timeout_s", 10.0, "value"),
+        "--body-timeout-s": ("body_timeout_s", 60.0, "value"),
+        "--crowd-ready-s": ("crowd_ready_s", 30.0, "value"),
+        "--collection": ("collection", "captions", "value"),
+        "--k": ("k", 10, "value"),
+        "--timeout": ("timeout", 30.0, "value"),
+        "--seed": ("seed", 0, "value"),
+        "--ready-timeout": ("ready_timeout", 120.0, "value"),
+    },
     "cider": {
         "--data": ("data", Path("/data/dir"), "value"),
         "--split": ("split", "val", "value"),
@@ -485,7 +507,7 @@ def test_cider_builds_and_checks_parity(
     assert summary["shape"] == [60, 12]
 
 
-@pytest.mark.parametrize("command", ["", "cxc", "load", "compare", "sweep", "cider"])
+@pytest.mark.parametrize("command", ["", "cxc", "load", "compare", "sweep", "hostile", "cider"])
 def test_help_is_unchanged(
     command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
