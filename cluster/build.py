@@ -14,7 +14,7 @@ embedding done by Ray Data actors (docs/distributed-build.md).
    -1, Ray Data's defaults for actor pools); a retried part rewrites the same files, so nothing
    is lost or duplicated, and the driver checks that every part is there exactly once;
 4. **write** (driver): ids and metadata in part order, vectors copied part by part into one
-   memory map, then :func:`index_builder.bundle.write_bundle` (atomic publish) with
+   memory map, then :func:`storage.writer.write_bundle` (atomic publish) with
    ``build_report.json`` and the per-worker throughput in ``build_info``.
 
 The caller connects to Ray first (:func:`cluster.runtime.ray_cluster`).
@@ -62,9 +62,9 @@ from formats.hashing import sha256_file
 from formats.karpathy import read_captions
 from index_builder.build import caption_metadata
 from index_builder.build_report import REPORT_FILE, BuildReport
-from index_builder.bundle import COLLECTION_PATTERN, CollectionInput, write_bundle
 from index_builder.field_schema import CorpusError
 from index_builder.image_checks import check_image_file
+from index_builder.index_writer import index_writer
 from index_builder.ingest import BuildRefusedError, IngestOptions, OnError
 from index_builder.items import BadItem, ImageItem, ItemOrigin, TextItem
 from index_builder.sources import (
@@ -74,6 +74,8 @@ from index_builder.sources import (
     corpus_kind,
     stream_corpus,
 )
+from storage.layout import COLLECTION_PATTERN
+from storage.writer import CollectionInput, write_bundle
 
 logger = logging.getLogger(__name__)
 
@@ -307,7 +309,7 @@ def distributed_build(
     bundle version (``options.collection``; ``captions`` for a :class:`CaptionsCorpus`).
 
     Raises :class:`BuildRefusedError`, :class:`CorpusError`, ``formats.errors.FormatError``,
-    ``encoders.variant.VariantError``, ``index_builder.bundle.BundleError`` as the
+    ``encoders.variant.VariantError``, ``storage.manifest.BundleError`` as the
     single-machine build, and :class:`DistributedBuildError`; nothing is written then.
     """
     captions = isinstance(corpus, CaptionsCorpus)
@@ -428,8 +430,7 @@ def distributed_build(
             ids=assembled.ids,
             metadata=assembled.metadata,
             vectors=assembled.vectors,
-            factory=options.factory,
-            index=options.index,
+            index=index_writer(options.factory, options.index),
             fields=fields,
             image_paths=[Path(path) for path in assembled.payloads] if tower == "image" else None,
         )

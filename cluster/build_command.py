@@ -35,11 +35,11 @@ from index_builder.build_options import (
     input_kind,
     positive_int,
 )
-from index_builder.bundle import BundleError
 from index_builder.field_schema import CorpusError
 from index_builder.index_plan import IndexPlanError, IndexSpec
 from index_builder.ingest import BuildRefusedError
 from index_builder.sources import Corpus
+from storage.manifest import BundleError
 
 
 def _positive_float(text: str) -> float:

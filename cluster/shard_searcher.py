@@ -19,11 +19,12 @@ import numpy as np
 
 from cluster.shard_split import ShardEntry
 from formats.hashing import sha256_file
-from index_builder.bundle import BundleError, load_bundle
-from index_builder.bundle_layout import MANIFEST_FILE
 from service.catalog import ServedCollection
 from service.exact_scan import ExactScan
 from service.knn import nearest_many
+from storage.layout import MANIFEST_FILE
+from storage.manifest import BundleError
+from storage.reader import load_bundle
 
 
 class ShardLoadError(RuntimeError):

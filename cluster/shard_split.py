@@ -1,7 +1,7 @@
 """Cutting one collection of a bundle into shard bundles, and the shard map that ties them.
 
 Shard ``i`` holds the contiguous rows ``[row_offset_i, row_offset_i + count_i)`` of the source
-collection, as an ordinary bundle written by :func:`index_builder.bundle.write_bundle` (same
+collection, as an ordinary bundle written by :func:`storage.writer.write_bundle` (same
 faiss factory, variant name and fingerprint, the source's field types); its ``build_info``
 records where it came from. An item's global row is ``row_offset + local row`` and its id is
 unchanged, so the merged top-k under the tie rule (score descending, then global row ascending)
@@ -25,15 +25,10 @@ from typing import Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from formats.hashing import sha256_file
-from index_builder.bundle import (
-    BundleError,
-    CollectionInput,
-    LoadedBundle,
-    load_bundle,
-    resolve_current,
-    write_bundle,
-)
-from index_builder.bundle_layout import MANIFEST_FILE
+from storage.layout import MANIFEST_FILE
+from storage.manifest import BundleError
+from storage.reader import LoadedBundle, load_bundle, resolve_current
+from storage.writer import CollectionInput, FactoryIndex, write_bundle
 
 SHARD_MAP_SCHEMA_VERSION = 1
 SHARD_MAP_FILE = "shards.json"
@@ -198,7 +193,7 @@ def _write_shard(
         ids=[source.ids[row] for row in rows],
         metadata=[source.metadata[row] for row in rows],
         vectors=source.vectors[start:end],
-        factory=source.factory,
+        index=FactoryIndex(source.factory),
         fields=source.fields,
     )
     try:

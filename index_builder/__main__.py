@@ -28,11 +28,12 @@ from index_builder.build_options import (
     ingest_options,
     input_kind,
 )
-from index_builder.bundle import BundleError, resolve_current, verify_bundle
-from index_builder.bundle_layout import CURRENT_FILE
 from index_builder.field_schema import CorpusError
 from index_builder.index_plan import IndexPlanError
 from index_builder.ingest import BuildRefusedError, ingest
+from storage.layout import CURRENT_FILE
+from storage.manifest import BundleError, verify_bundle
+from storage.reader import resolve_current
 
 
 def _ingest(kind: str, args: argparse.Namespace) -> int:

@@ -17,9 +17,11 @@ from pathlib import Path
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from formats.hashing import sha256_file
 from formats.karpathy import CaptionRecord, ImageEntry, images_of_captions
-from index_builder.bundle import BundleError, CollectionInput, write_bundle
 from index_builder.embed import embed_image_files, embed_texts
 from index_builder.index_plan import IndexSpec
+from index_builder.index_writer import index_writer
+from storage.manifest import BundleError
+from storage.writer import CollectionInput, write_bundle
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +76,7 @@ def _captions_collection(
         ids=[record.key for record in records],
         metadata=[caption_metadata(record) for record in records],
         vectors=vectors,
-        factory=factory,
-        index=index,
+        index=index_writer(factory, index),
     )
     return collection, seconds
 
@@ -110,8 +111,7 @@ def _images_collection(
         ids=[image.filename for image in images],
         metadata=[image_metadata(image) for image in images],
         vectors=vectors,
-        factory=factory,
-        index=index,
+        index=index_writer(factory, index),
         image_paths=paths,
     )
     return collection, seconds

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from index_builder.index_tuning import TuningParameter
+from storage.manifest import TuningParameter
 
 IndexKind = Literal["flat", "hnsw", "ivf-flat", "ivf-pq", "auto"]
 INDEX_KINDS: Final[tuple[IndexKind, ...]] = ("flat", "hnsw", "ivf-flat", "ivf-pq", "auto")

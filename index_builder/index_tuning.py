@@ -1,7 +1,7 @@
 """What a build measured of an approximate index: recall@10 against exact search on held-out
 queries, across the values of its one search parameter, and the value chosen to meet a target.
 
-Recorded per collection in the bundle manifest (:class:`IndexTuning`), shown by
+Recorded per collection in the bundle manifest (:class:`storage.manifest.IndexTuning`), shown by
 ``/v1/collections``; the chosen value is the collection's default search parameter.
 """
 
@@ -9,54 +9,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-import faiss
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
-TuningParameter = Literal["nprobe", "efSearch"]
-"""The faiss search parameter a tuned index kind has: IVF's ``nprobe``, HNSW's ``efSearch``."""
-
-
-class SweepPoint(BaseModel):
-    """Recall and speed of one parameter value on the held-out queries."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    value: int
-    recall_at_10: float = Field(ge=0.0, le=1.0)
-    ms_per_query: float = Field(ge=0.0)
-
-
-class IndexTuning(BaseModel):
-    """The build's measurement of an approximate index against exact search.
-
-    ``recall_at_10`` is the mean share of the exact top 10 (inner product over the stored
-    vectors) that the index returns in its top 10, over ``held_out_queries`` queries, at the
-    chosen ``value`` of ``parameter``; ``met`` says whether that reached ``target_recall``
-    (False: the largest value tried was chosen and still fell short).
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    target_recall: float = Field(gt=0.0, le=1.0)
-    parameter: TuningParameter
-    value: int
-    recall_at_10: float = Field(ge=0.0, le=1.0)
-    met: bool
-    held_out_queries: int = Field(ge=1)
-    seed: int
-    queries: str = Field(
-        description="Where the held-out queries came from, e.g. 'sample of 1000 stored rows, "
-        "each query's own row left out of both answers'."
-    )
-    sweep: list[SweepPoint]
-    index_kind: str | None = None
-    """The planned kind (``hnsw``, ``ivf-flat``, ``ivf-pq``), :mod:`index_builder.index_plan`."""
-    reason: str | None = None
-    """Why the plan chose that index, one line."""
-
+from storage.index_files import set_search_parameter
+from storage.manifest import IndexTuning, SweepPoint, TuningParameter
 
 RECALL_K: Final = 10
 EXACT_BLOCK_BYTES: Final = 64 * 2**20
@@ -134,19 +92,6 @@ def tie_aware_recall(
     scores = np.einsum("qd,qkd->qk", queries, stored)
     hits = valid & (scores >= kth[:, None] - TIE_TOLERANCE)
     return float(np.minimum(hits.sum(axis=1), k).mean() / k)
-
-
-def set_search_parameter(index: Any, parameter: str, value: float) -> None:
-    """Set a faiss search parameter (``nprobe``, ``efSearch``) by its ParameterSpace name."""
-    faiss.ParameterSpace().set_index_parameter(index, parameter, float(value))
-
-
-def search_parameter(index: Any, parameter: TuningParameter) -> int:
-    """The value of ``nprobe`` (an IVF index) or ``efSearch`` (an HNSW index) set on ``index``."""
-    if parameter == "nprobe":
-        return int(faiss.extract_index_ivf(index).nprobe)
-    hnsw: Any = faiss.downcast_index(index)
-    return int(hnsw.hnsw.efSearch)
 
 
 def tune_index(

@@ -1,5 +1,6 @@
 """Writing a collection's faiss index as an :class:`~index_builder.index_plan.IndexSpec` asks:
 plan it, build it (in memory, or IVF lists merged on disk), tune it to the target recall.
+:class:`PlannedIndex` is the bundle writer's :class:`~storage.writer.IndexWriter` for it.
 
 Training uses a seeded sample of the stored rows (``IndexPlan.train_rows``: all rows up to
 50 000, at least 39 per IVF list and 9 984 for 8-bit PQ); the rows are then added in order, so
@@ -13,13 +14,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import faiss
 import numpy as np
 
-from index_builder.faiss_index import trained_empty_index, training_sample
-from index_builder.index_plan import IndexPlan, IndexSpec, plan_index
-from index_builder.index_tuning import IndexTuning, tune_index
+from index_builder.index_plan import IndexSpec, plan_index
+from index_builder.index_tuning import tune_index
 from index_builder.ivf_merge import write_ivf_from_parts
+from storage.index_files import trained_empty_index, write_index
+from storage.layout import index_file
+from storage.writer import FactoryIndex, IndexWriter, WrittenIndex
 
 logger = logging.getLogger(__name__)
 
@@ -27,15 +29,13 @@ PART_ROWS = 100_000
 """Rows per part when an on-disk index is built from one in-memory matrix."""
 
 
-@dataclass(frozen=True)
-class WrittenIndex:
-    """What the manifest records of the written index."""
-
-    plan: IndexPlan
-    index_file: str
-    ivfdata_file: str | None
-    search_params: dict[str, float | int | str]
-    tuning: IndexTuning | None
+def training_sample(vectors: np.ndarray, rows: int, seed: int) -> np.ndarray:
+    """A seeded sample of ``rows`` stored vectors (all of them, in order, when rows >= n)."""
+    count = int(vectors.shape[0])
+    if rows >= count:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    chosen = np.sort(np.random.default_rng(seed).choice(count, size=rows, replace=False))
+    return np.ascontiguousarray(vectors[chosen], dtype=np.float32)
 
 
 def _parts(vectors: np.ndarray) -> Iterator[np.ndarray]:
@@ -43,18 +43,34 @@ def _parts(vectors: np.ndarray) -> Iterator[np.ndarray]:
         yield vectors[start : start + PART_ROWS]
 
 
-def write_planned_index(
-    folder: Path, name: str, vectors: np.ndarray, spec: IndexSpec
-) -> WrittenIndex:
-    """Plan, build, tune and write ``folder/<name>.faiss`` (and ``<name>.ivfdata`` on disk).
+def index_writer(factory: str, spec: IndexSpec | None) -> IndexWriter:
+    """The bundle writer's index for a collection: ``spec`` planned and tuned, or without one
+    the ``factory`` string as it is."""
+    return FactoryIndex(factory) if spec is None else PlannedIndex(spec)
 
-    ``vectors`` are the collection's float32 L2-normalised rows. Raises
-    :class:`~index_builder.index_plan.IndexPlanError` for a spec this collection cannot have.
-    """
+
+@dataclass(frozen=True)
+class PlannedIndex:
+    """The index ``spec`` asks for, as the bundle writer's index (see the module)."""
+
+    spec: IndexSpec
+
+    def write(self, folder: Path, collection: str, vectors: np.ndarray) -> WrittenIndex:
+        """Plan, build, tune and write ``folder/<collection>.faiss`` (and
+        ``<collection>.ivfdata`` on disk); what the manifest records of it.
+
+        ``vectors`` are the collection's float32 L2-normalised rows. Raises
+        :class:`~index_builder.index_plan.IndexPlanError` for a spec this collection cannot
+        have.
+        """
+        return _write_planned(folder, collection, vectors, self.spec)
+
+
+def _write_planned(folder: Path, name: str, vectors: np.ndarray, spec: IndexSpec) -> WrittenIndex:
     count, dim = (int(size) for size in vectors.shape)
     plan = plan_index(count, dim, spec)
     logger.info("%s: %s index %s — %s", name, plan.kind, plan.factory, plan.reason)
-    index_file = f"{name}.faiss"
+    file_name = index_file(name)
     ivfdata_file = None
     if plan.kind == "flat":
         index = trained_empty_index(plan.factory, vectors[:1])
@@ -96,5 +112,5 @@ def write_planned_index(
         )
     # Also over an on-disk index the merge wrote: the file then holds the tuned parameter too
     # (its lists stay in the .ivfdata file).
-    faiss.write_index(index, str(folder / index_file))
-    return WrittenIndex(plan, index_file, ivfdata_file, search_params, tuning)
+    write_index(index, folder / file_name)
+    return WrittenIndex(plan.factory, file_name, ivfdata_file, search_params, tuning)

@@ -34,11 +34,11 @@ from encoders.image_decode import ImageLimits
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from formats.field_types import FieldType
 from index_builder.build_report import REPORT_FILE, BuildReport, problem_lines
-from index_builder.bundle import COLLECTION_PATTERN, CollectionInput, write_bundle
 from index_builder.embed import BUILD_IMAGE_LIMITS, embed_images, embed_texts
 from index_builder.field_schema import CorpusError
 from index_builder.image_checks import check_image_file, image_problem
 from index_builder.index_plan import IndexSpec
+from index_builder.index_writer import index_writer
 from index_builder.items import BadItem, ImageItem, TextItem
 from index_builder.sources import (
     Corpus,
@@ -49,6 +49,8 @@ from index_builder.sources import (
     corpus_kind,
     read_corpus,
 )
+from storage.layout import COLLECTION_PATTERN
+from storage.writer import CollectionInput, write_bundle
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +168,7 @@ def ingest(
 
     Raises :class:`BuildRefusedError` (bad items under ``refuse``, or none left),
     :class:`CorpusError` (inputs unusable as a whole), ``formats.errors.FormatError`` (a file of
-    no readable format), ``index_builder.bundle.BundleError`` or
+    no readable format), ``storage.manifest.BundleError`` or
     ``index_builder.index_plan.IndexPlanError`` (an index the collection cannot have); nothing
     is written then.
     """
@@ -247,8 +249,7 @@ def ingest(
         ids=ids,
         metadata=metadata,
         vectors=vectors,
-        factory=options.factory,
-        index=options.index,
+        index=index_writer(options.factory, options.index),
         fields=read_items.schema.types,
         image_paths=image_paths,
     )

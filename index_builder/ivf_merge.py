@@ -3,7 +3,7 @@
 The steps, each usable on its own so that the parts can be added by separate processes (the
 distributed build adds them on Ray workers):
 
-1. :func:`~index_builder.faiss_index.trained_empty_index` — train the quantizer once, on a
+1. :func:`~storage.index_files.trained_empty_index` — train the quantizer once, on a
    sample of all rows;
 2. :func:`add_part` / :func:`write_part` — add one part's vectors, with their global row
    numbers as ids, to a copy of the empty trained index (and write it to a file);
@@ -18,7 +18,7 @@ after the merge (the contrib helper leaves them owned by nobody, holding each pa
 
 The ``.faiss`` file names its ``.ivfdata`` by the path it was written at; a bundle is written
 under a temporary folder name and renamed, so it is read with ``faiss.IO_FLAG_ONDISK_SAME_DIR``
-(the ``.ivfdata`` beside the ``.faiss``), as :func:`read_on_disk_index` does.
+(the ``.ivfdata`` beside the ``.faiss``), as :func:`storage.index_files.read_on_disk_index` does.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def write_ivf_from_parts(
     Contract:
 
     - ``trained`` is an empty, trained IVF index with the inner-product metric (train it once on
-      a sample of all rows: :func:`index_builder.faiss_index.trained_empty_index`);
+      a sample of all rows: :func:`storage.index_files.trained_empty_index`);
     - ``parts`` yields float32 ``[n_i, d]`` arrays, L2-normalised rows, **in row order**: the
       rows of part 0, then part 1, ...; concatenated they are the collection's rows, in the
       order of its ids file and ``vectors.npy`` (the caller keeps ids and vectors aligned; an
@@ -160,7 +160,8 @@ def write_ivf_from_parts(
       into one on-disk inverted-lists file; only one part is in memory at a time.
 
     ``folder`` is normally a bundle's staging folder: the ``.ivfdata`` must be hashed in the
-    manifest and read back with ``IO_FLAG_ONDISK_SAME_DIR`` (:func:`read_on_disk_index`).
+    manifest and read back with ``IO_FLAG_ONDISK_SAME_DIR``
+    (:func:`storage.index_files.read_on_disk_index`).
     """
     with tempfile.TemporaryDirectory(prefix=".ivf-parts-", dir=folder) as scratch:
         part_files = []
@@ -170,8 +171,3 @@ def write_ivf_from_parts(
             first_row += write_part(trained, vectors, first_row, path)
             part_files.append(path)
         return merge_part_files(trained, part_files, folder, name)
-
-
-def read_on_disk_index(index_path: Path) -> Any:
-    """Read an index whose inverted lists are an ``.ivfdata`` file beside it (after a rename)."""
-    return faiss.read_index(str(index_path), faiss.IO_FLAG_ONDISK_SAME_DIR)

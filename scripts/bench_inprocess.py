@@ -61,7 +61,7 @@ import numpy as np
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
-from index_builder.bundle import LoadedCollection, load_bundle, resolve_current
+from storage.reader import LoadedCollection, load_bundle, resolve_current
 
 ANYIO_DEFAULT_THREADS = 40
 """anyio's default worker-thread limit (``to_thread.current_default_thread_limiter``)."""

@@ -34,8 +34,8 @@ import numpy as np
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
-from index_builder.bundle import load_bundle, resolve_current
 from service.exact_scan import ExactScan
+from storage.reader import load_bundle, resolve_current
 
 SHAPES = ("sorted", "shuffled")
 

@@ -1,7 +1,7 @@
 """What bundle_mapping=private-copy costs against in-place: load time and page cache.
 
 Question: the service copies each bundle version it maps into a folder it owns before it
-verifies and maps it (index_builder.private_copies), so that a file truncated under it cannot
+verifies and maps it (storage.private_copies), so that a file truncated under it cannot
 kill it with SIGBUS. How much longer does loading take, and how much more memory and disk does
 it use, than mapping the bundle's own files?
 
@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from index_builder.bundle import load_bundle, resolve_current
-from index_builder.private_copies import PrivateCopies
+from storage.private_copies import PrivateCopies
+from storage.reader import load_bundle, resolve_current
 
 
 def cached_kib() -> int:

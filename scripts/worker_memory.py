@@ -52,14 +52,9 @@ from typing import Any
 import numpy as np
 
 from encoders.variant import load_variant_manifest
-from index_builder.bundle import (
-    BundleError,
-    CollectionInput,
-    load_bundle,
-    read_manifest,
-    resolve_current,
-    write_bundle,
-)
+from storage.manifest import BundleError, read_manifest
+from storage.reader import load_bundle, resolve_current
+from storage.writer import CollectionInput, write_bundle
 
 REPO = Path(__file__).resolve().parent.parent
 DIM = 384
@@ -514,7 +509,7 @@ def run_once(
 def loaded_bytes_per_row(version_dir: Path, rows: int) -> float:
     """Bytes per row that the bundle loader itself allocates in a process (the id table, the
     metadata rows, the filter columns; the vectors and the index are memory maps, not
-    allocations): ``tracemalloc`` around :func:`index_builder.bundle.load_bundle`."""
+    allocations): ``tracemalloc`` around :func:`storage.reader.load_bundle`."""
     gc.collect()
     tracemalloc.start()
     try:

@@ -26,10 +26,10 @@ import numpy as np
 
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from encoders.variant import Tower
-from index_builder.bundle import LoadedCollection
 from service.batcher import Batcher
 from service.exact_scan import ExactScan
 from service.exceptions import InvalidQueryError, NotFoundError, quoted
+from storage.reader import LoadedCollection
 
 if TYPE_CHECKING:
     from PIL.Image import Image

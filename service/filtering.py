@@ -1,6 +1,6 @@
 """A filter applied to a collection: which rows it keeps, as one boolean per row.
 
-Each field test becomes a vectorised test of the field's column (:mod:`index_builder.columns`);
+Each field test becomes a vectorised test of the field's column (:mod:`storage.columns`);
 ``and``/``or``/``not`` combine the masks. Everything is checked before any mask is made: an
 unknown field, an operand of the wrong type, a range on a field without an order or a range
 nothing can satisfy raise :class:`InvalidQueryError` naming where in the request it is
@@ -14,10 +14,10 @@ import math
 import numpy as np
 
 from formats.field_types import INT64_MAX, INT64_MIN, FieldType, timestamp_micros
-from index_builder.bundle import LoadedCollection
-from index_builder.columns import Column, Mask, Scalar
 from service.exceptions import InvalidQueryError, quoted
 from service.filter_schema import AllOf, AnyOf, Bound, FieldTest, Filter, NoneOf, Operand
+from storage.columns import Column, Mask, Scalar
+from storage.reader import LoadedCollection
 
 
 def filter_mask(node: Filter, collection: LoadedCollection, where: str = "filter") -> Mask:

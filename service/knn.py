@@ -44,10 +44,10 @@ from typing import Any
 import faiss
 import numpy as np
 
-from index_builder.bundle import LoadedCollection
-from index_builder.columns import Mask
 from service.catalog import ServedCollection
 from service.search_params import DEFAULT_PARAMS, EffectiveParams, cpu_index, faiss_parameters
+from storage.columns import Mask
+from storage.reader import LoadedCollection
 
 
 @dataclass(frozen=True, slots=True)

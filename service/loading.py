@@ -19,9 +19,6 @@ from pathlib import Path
 import faiss
 
 from encoders.variant import Tower
-from index_builder.bundle import BundleError, LoadedBundle, load_bundle, resolve_current
-from index_builder.bundle_layout import CURRENT_FILE, MANIFEST_FILE
-from index_builder.private_copies import PrivateCopies, PrivateCopyError
 from service.batch_defaults import batch_limits
 from service.batcher import Batcher, EncodeFunction, Input
 from service.catalog import (
@@ -38,6 +35,10 @@ from service.metrics import ServiceMetrics
 from service.process_layout import ProcessLayout
 from service.search_params import on_disk
 from service.settings import Settings
+from storage.layout import CURRENT_FILE, MANIFEST_FILE
+from storage.manifest import BundleError
+from storage.private_copies import PrivateCopies, PrivateCopyError
+from storage.reader import LoadedBundle, load_bundle, resolve_current
 
 logger = logging.getLogger("crisscross.service")
 

@@ -29,7 +29,6 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from index_builder.bundle_layout import VERSION_PATTERN
 from service.errors import ErrorCode, ServiceError
 from service.filter_schema import Filter, check_filter_limits
 from service.images import ImagePayload, check_base64_length
@@ -44,6 +43,7 @@ from service.searcher import (
     VectorSide,
 )
 from service.settings import Settings
+from storage.layout import VERSION_PATTERN
 
 NON_BLANK_PATTERN = (
     r"[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]"

@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 import faiss
 
-from index_builder.bundle import LoadedCollection
 from service.exceptions import SearchParamNotApplicableError
 from service.index_placement import GpuSearchIndex
+from storage.reader import LoadedCollection
 
 IndexKind = Literal["flat", "hnsw", "ivf_flat", "ivf_pq", "other"]
 """What ``/v1/collections`` calls a collection's index."""

@@ -30,7 +30,6 @@ from starlette.concurrency import run_in_threadpool
 
 from encoders.image_decode import ImageLimits
 from encoders.variant import Tower
-from index_builder.columns import Mask
 from service.batcher import EncodeResult, FollowUp, GroupedFollowUp
 from service.catalog import Catalog, ServedCollection, ServedVariant
 from service.exceptions import DomainError, ImageRefusedError, InvalidQueryError
@@ -41,6 +40,7 @@ from service.knn import SearchHit, kept_rows, nearest, nearest_many
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from service.search_params import DEFAULT_PARAMS, EffectiveParams, SearchOverride, resolve
+from storage.columns import Mask
 
 
 @dataclass(frozen=True)

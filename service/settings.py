@@ -15,7 +15,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from encoders.providers import ProviderKeyword, is_provider_name
-from index_builder.bundle_layout import CURRENT_FILE
+from storage.layout import CURRENT_FILE
 
 MIB = 1 << 20
 KIB = 1 << 10

@@ -13,7 +13,6 @@ from typing import Annotated
 from fastapi import Depends, Request
 from starlette.types import Scope
 
-from index_builder.private_copies import PrivateCopies
 from service.admission import AdmissionGate
 from service.batch_defaults import overload_limit
 from service.catalog import Catalog
@@ -27,6 +26,7 @@ from service.reload_broadcast import ReloadBroadcast
 from service.request_context import RequestContext, choose_request_id, context_of
 from service.searcher import Searcher
 from service.settings import Settings
+from storage.private_copies import PrivateCopies
 
 STATE_ATTRIBUTE = "crisscross"
 

@@ -17,12 +17,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 import service.loading
-from index_builder.bundle import LoadedBundle, load_bundle, set_current
-from index_builder.bundle_layout import CURRENT_FILE
 from service.app import create_app
 from service.catalog import VariantEncoders
 from service.settings import Settings
 from service.state import STATE_ATTRIBUTE
+from storage.layout import CURRENT_FILE
+from storage.reader import LoadedBundle, load_bundle
+from storage.writer import set_current
 from tests.fakes.fake_bundles import CAPTIONS, caption_id, write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_DIM, FakeTextEncoder, fake_factory, in_event_loop
 from tests.fakes.service_app import wait_ready

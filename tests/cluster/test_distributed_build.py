@@ -25,9 +25,10 @@ from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import CaptionRecord, write_captions
 from index_builder.build import build_captions_bundle
-from index_builder.bundle import load_bundle, verify_bundle
 from index_builder.ingest import BuildRefusedError, IngestOptions, OnError, ingest
 from index_builder.sources import ImageFolderCorpus, TextTable
+from storage.manifest import verify_bundle
+from storage.reader import load_bundle
 from tests.fakes.tiny_image_variant import make_tiny_image_variant
 from tests.fakes.tiny_variant import WORDS, make_tiny_variant
 from tests.fakes.user_corpora import truncated_png, write_image, write_jsonl

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from index_builder.bundle import resolve_current
+from storage.reader import resolve_current
 from tests.conftest import require_tools
 from tests.deploy.monitoring import (
     ALERT_RULES,

@@ -20,8 +20,8 @@ from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from index_builder.build import build_captions_bundle
-from index_builder.bundle import LoadedBundle, load_bundle, resolve_current
 from scenes.generate import GenerationConfig, generate_scenes
+from storage.reader import LoadedBundle, load_bundle, resolve_current
 from tests.e2e.conftest import LiveService, start_service, stop_service
 from tests.fakes.tiny_variant import make_tiny_variant
 

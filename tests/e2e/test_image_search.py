@@ -19,7 +19,7 @@ from PIL import Image
 
 from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
-from index_builder.bundle import CollectionInput, write_bundle
+from storage.writer import CollectionInput, write_bundle
 from tests.e2e.conftest import LiveService, start_service, stop_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -26,15 +26,10 @@ import httpx
 import pytest
 
 from formats.karpathy import CaptionRecord
-from index_builder.bundle import (
-    CollectionInput,
-    load_bundle,
-    resolve_current,
-    set_current,
-    verify_bundle,
-    write_bundle,
-)
-from index_builder.bundle_layout import CURRENT_FILE
+from storage.layout import CURRENT_FILE
+from storage.manifest import verify_bundle
+from storage.reader import load_bundle, resolve_current
+from storage.writer import CollectionInput, set_current, write_bundle
 from tests.e2e.conftest import LiveService, start_service, stop_service
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

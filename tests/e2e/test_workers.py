@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from index_builder.bundle import resolve_current
+from storage.reader import resolve_current
 from tests.e2e.conftest import LiveService, free_port
 from tests.e2e.test_operations import (
     ADMIN,

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from index_builder.bundle import CollectionInput, write_bundle
 from index_builder.index_plan import IndexSpec
+from index_builder.index_writer import index_writer
+from storage.writer import CollectionInput, write_bundle
 from tests.fakes.clustered import clustered_vectors
 from tests.fakes.fake_encoders import FAKE_DIM, FAKE_FINGERPRINT, FAKE_VARIANT
 
@@ -33,8 +34,7 @@ def _collection(
         ids=[approx_id(name, row) for row in range(APPROX_COUNT)],
         metadata=[{"row": row, "even": row % 2 == 0} for row in range(APPROX_COUNT)],
         vectors=APPROX_VECTORS,
-        factory=factory,
-        index=index,
+        index=index_writer(factory, index),
     )
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from index_builder.bundle import LoadedCollection
-from index_builder.faiss_index import build_index
 from service.catalog import ServedCollection
+from storage.index_files import build_index
+from storage.reader import LoadedCollection
 
 
 def clustered_vectors(

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from index_builder.bundle import CollectionInput, write_bundle
+from storage.writer import CollectionInput, write_bundle
 from tests.fakes.fake_encoders import (
     COLOURS,
     FAKE_DIM,

@@ -12,9 +12,9 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from index_builder.bundle import LoadedCollection
 from service.catalog import ServedCollection
 from service.exact_scan import ExactScan
+from storage.reader import LoadedCollection
 
 
 class FakeResources:

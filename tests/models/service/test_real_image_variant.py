@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.variant import load_variant_manifest
-from index_builder.bundle import CollectionInput, write_bundle
 from service.app import create_app
 from service.settings import Settings
+from storage.writer import CollectionInput, write_bundle
 from tests.fakes.image_files import b64, solid, upload
 from tests.fakes.service_app import wait_ready
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from cluster.shard_searcher import ShardSearcher
 from cluster.shard_split import ShardMap, locate_shards
-from index_builder.bundle import CollectionInput, write_bundle
+from storage.writer import CollectionInput, write_bundle
 
 DIM = 8
 VARIANT = "hard-variant"

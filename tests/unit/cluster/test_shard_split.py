@@ -18,7 +18,8 @@ from cluster.shard_split import (
     shard_ranges,
     split_bundle,
 )
-from index_builder.bundle import load_bundle, verify_bundle
+from storage.manifest import verify_bundle
+from storage.reader import load_bundle
 from tests.unit.cluster.sharded_data import BUNDLE, FINGERPRINT, VARIANT, write_hard_bundle
 
 ROWS = 301

@@ -18,7 +18,8 @@ from index_builder.build import (
     caption_metadata,
     image_metadata,
 )
-from index_builder.bundle import BundleError, load_bundle
+from storage.manifest import BundleError
+from storage.reader import load_bundle
 from tests.fakes.tiny_image_variant import make_tiny_image_variant
 from tests.fakes.tiny_variant import make_tiny_variant
 

@@ -19,8 +19,6 @@ from PIL import Image
 from encoders.image_decode import ImageLimits
 from formats.field_types import FieldType
 from index_builder.build_report import REPORT_FILE
-from index_builder.bundle import load_bundle, resolve_current, verify_bundle
-from index_builder.bundle_layout import CURRENT_FILE
 from index_builder.field_schema import CorpusError
 from index_builder.ingest import (
     BuildRefusedError,
@@ -31,6 +29,9 @@ from index_builder.ingest import (
     ingest,
 )
 from index_builder.sources import Corpus, ImageFolderCorpus, ImageTable, TextTable
+from storage.layout import CURRENT_FILE
+from storage.manifest import verify_bundle
+from storage.reader import load_bundle, resolve_current
 from tests.fakes.fake_encoders import (
     COLOURS,
     FakeImageEncoder,

@@ -8,14 +8,13 @@ import faiss
 import numpy as np
 import pytest
 
-from index_builder.faiss_index import trained_empty_index
 from index_builder.ivf_merge import (
     IvfMergeError,
     merge_part_files,
-    read_on_disk_index,
     write_ivf_from_parts,
     write_part,
 )
+from storage.index_files import read_on_disk_index, trained_empty_index
 from tests.unit.index_builder.hard_vectors import hard_vectors
 
 ROWS = 3000

@@ -10,7 +10,7 @@ import pytest
 from formats.field_types import FieldType
 from formats.layout import captions_path
 from index_builder.__main__ import main
-from index_builder.bundle import load_bundle
+from storage.reader import load_bundle
 from tests.fakes.tiny_image_variant import make_tiny_image_variant
 from tests.fakes.tiny_variant import make_tiny_variant
 from tests.fakes.user_corpora import write_csv, write_image, write_jsonl, write_parquet

@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
 from formats.field_types import timestamp_micros
-from index_builder.bundle import LoadedCollection
-from index_builder.columns import build_columns, infer_fields
 from service.catalog import ServedCollection
 from service.exceptions import InvalidQueryError
 from service.filter_schema import Filter
 from service.filtering import filter_mask
 from service.knn import nearest
+from storage.columns import build_columns, infer_fields
+from storage.reader import LoadedCollection
 
 DIM = 8
 ROWS = 300

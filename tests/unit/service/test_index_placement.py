@@ -11,7 +11,6 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from index_builder.faiss_index import build_index
 from service.index_placement import (
     GPU_MAX_K,
     FaissPlacementError,
@@ -19,6 +18,7 @@ from service.index_placement import (
     faiss_gpu_count,
     place_index,
 )
+from storage.index_files import build_index
 from tests.fakes.fake_faiss import FakeCpuFaiss, FakeGpuFaiss, FakeResources
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 import service.loading
-from index_builder.bundle import BundleError, LoadedBundle, load_bundle, set_current
 from service.catalog import Catalog, StoreLoadError
 from service.exceptions import BundleRejectedError, InvalidQueryError, NotFoundError
 from service.index_placement import GpuSearchIndex, place_index
@@ -20,6 +19,9 @@ from service.knn import nearest
 from service.loading import BundleChange, load_catalog, reload_bundles
 from service.metrics import ServiceMetrics
 from service.settings import Settings
+from storage.manifest import BundleError
+from storage.reader import LoadedBundle, load_bundle
+from storage.writer import set_current
 from tests.fakes.fake_bundles import CAPTIONS, caption_id, write_fake_bundle
 from tests.fakes.fake_encoders import (
     FAKE_VARIANT,

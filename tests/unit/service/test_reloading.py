@@ -11,7 +11,6 @@ from pathlib import Path
 import anyio
 import pytest
 
-from index_builder.bundle import set_current
 from service.catalog import Catalog
 from service.loading import load_catalog
 from service.metrics import ServiceMetrics
@@ -20,6 +19,7 @@ from service.reload_broadcast import ReloadAck, ReloadBroadcast
 from service.reloading import apply_latest_order, catch_up, reload_here
 from service.settings import Settings
 from service.state import ServiceState, publish_catalog
+from storage.writer import set_current
 from tests.fakes.fake_bundles import CAPTIONS, write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory
 

@@ -15,14 +15,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index_builder.bundle import CollectionInput, load_bundle, write_bundle
-from index_builder.private_copies import (
+from storage.private_copies import (
     OWNER_FILE,
     TEMPORARY_PREFIX,
     PrivateCopies,
     PrivateCopyError,
     sweep_orphans,
 )
+from storage.reader import load_bundle
+from storage.writer import CollectionInput, write_bundle
 
 
 def version(root: Path, name: str = "v1") -> Path:
@@ -140,7 +141,7 @@ _READER = textwrap.dedent(
     import sys
     from pathlib import Path
     import numpy as np
-    from index_builder.private_copies import PrivateCopies
+    from storage.private_copies import PrivateCopies
     source = Path(sys.argv[1])
     folder = PrivateCopies(Path(sys.argv[2])).adopt(source) if sys.argv[2] else source
     vectors = np.load(folder / "captions.vectors.npy", mmap_mode="r")

@@ -8,13 +8,7 @@ import numpy as np
 import pytest
 
 from formats.field_types import FieldType, timestamp_micros
-from index_builder.columns import (
-    ColumnError,
-    build_columns,
-    infer_fields,
-    load_columns,
-    save_columns,
-)
+from storage.columns import ColumnError, build_columns, infer_fields, load_columns, save_columns
 
 ROWS: list[dict[str, object]] = [
     {"price": 10, "tags": ["red", "shoe"], "brand": "acme", "at": "2024-01-01T00:00:00Z"},

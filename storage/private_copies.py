@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Final
 
-from index_builder.bundle_layout import MANIFEST_FILE
+from storage.layout import MANIFEST_FILE
 
 _OWNER_ONLY: Final = 0o700
 _READ_ONLY: Final = 0o444

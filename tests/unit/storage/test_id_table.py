@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-import index_builder.id_table as id_table
-from index_builder.id_table import DuplicateIdError, IdTable
+import storage.id_table as id_table
+from storage.id_table import DuplicateIdError, IdTable
 
 IDS = ["COCO_val2014:sentid:1", "img/ü-ö.png", "", "a" * 300, "COCO_val2014:sentid:10"]
 

@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from index_builder.bundle import CollectionInput, load_bundle, write_bundle
-from index_builder.thumbnails import (
+from storage.reader import load_bundle
+from storage.thumbnails import (
     THUMBNAIL_SIZE,
     ThumbnailsError,
     load_thumbnails,
     make_thumbnail,
     write_thumbnails,
 )
+from storage.writer import CollectionInput, write_bundle
 
 
 def image_file(path: Path, size: tuple[int, int], colour: tuple[int, int, int]) -> Path:

@@ -19,6 +19,8 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 from tqdm import tqdm
 
+from storage.layout import thumbnail_files
+
 THUMBNAIL_SIZE: Final = 160
 """The longer side of a thumbnail, in pixels (aspect ratio kept, never enlarged)."""
 JPEG_QUALITY: Final = 80
@@ -41,11 +43,6 @@ def make_thumbnail(path: Path, size: int = THUMBNAIL_SIZE) -> bytes:
             return buffer.getvalue()
     except (OSError, UnidentifiedImageError, ValueError, Image.DecompressionBombError):
         return b""
-
-
-def thumbnail_files(collection: str) -> tuple[str, str]:
-    """The (blob, offsets) file names of ``collection``'s thumbnails."""
-    return f"{collection}.thumbnails.bin", f"{collection}.thumbnails.npy"
 
 
 def write_thumbnails(
