@@ -9,9 +9,9 @@ Routes:
   in time, else 503 ``not_ready``), ``GET /v1/shards`` (the shard map and each shard's status).
 
 Errors have the service's one shape, ``{"error": {"code", "message", "request_id"}}``, through
-:func:`service.errors.install_error_handlers` (422 invalid input, 413 body too large, 404 unknown
-route or collection, 503 not_ready); shards that do not answer under the ``fail`` policy are 503
-``shards_unavailable`` + ``Retry-After`` + ``x-missing-shards`` (a code of this app: the
+:func:`service.http.errors.install_error_handlers` (422 invalid input, 413 body too large, 404
+unknown route or collection, 503 not_ready); shards that do not answer under the ``fail`` policy are
+503 ``shards_unavailable`` + ``Retry-After`` + ``x-missing-shards`` (a code of this app: the
 service's table does not know shards). Anything unexpected is a 500 ``internal`` — a bug, never a
 shard being down.
 """
@@ -35,8 +35,9 @@ from cluster.router_settings import RouterSettings
 from cluster.shard_router import ShardRouter, ShardsUnavailableError
 from cluster.shard_split import ShardMap
 from encoders.protocols import TextEncoderProtocol
-from service.errors import ErrorCode, ServiceError, install_error_handlers
-from service.middleware import (
+from service.engine.searcher import normalised_query_vector
+from service.http.errors import ErrorCode, ServiceError, install_error_handlers
+from service.http.middleware import (
     REQUEST_ID_HEADER,
     BodyGateMiddleware,
     BodyLimit,
@@ -44,8 +45,7 @@ from service.middleware import (
     answer_internal_error,
     open_request_context,
 )
-from service.request_context import RequestIds, request_id_of
-from service.schemas import (
+from service.http.schemas import (
     ErrorResponse,
     JsonInteger,
     SearchResult,
@@ -55,7 +55,7 @@ from service.schemas import (
     one_key_tag,
     text_too_long,
 )
-from service.searcher import normalised_query_vector
+from service.request_context import RequestIds, request_id_of
 
 logger = logging.getLogger(__name__)
 

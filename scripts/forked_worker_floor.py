@@ -51,10 +51,10 @@ IMPORTED = (
     "pydantic",
     "uvicorn",
     "fastapi",
-    "service.app",
-    "service.schemas",
-    "service.searcher",
-    "service.server",
+    "service.http.app",
+    "service.http.schemas",
+    "service.engine.searcher",
+    "service.runtime.server",
 )
 
 

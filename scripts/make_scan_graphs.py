@@ -1,9 +1,9 @@
-"""Writes the two onnxruntime graphs of the exact scan (:mod:`service.exact_scan`) into
-``service/graphs/``: ``scan_rows.onnx`` for vectors stored row-major (``[n, d]``, ``Gemm`` with
-``transB``) and ``scan_columns.onnx`` for vectors stored column-major (``vectors.T`` is a
+"""Writes the two onnxruntime graphs of the exact scan (:mod:`service.engine.exact_scan`) into
+``service/engine/graphs/``: ``scan_rows.onnx`` for vectors stored row-major (``[n, d]``, ``Gemm``
+with ``transB``) and ``scan_columns.onnx`` for vectors stored column-major (``vectors.T`` is a
 row-major ``[d, n]``, ``MatMul``). Each takes ``queries`` float32 ``[q, d]``, ``vectors`` and
-``fetch`` int64 ``[1]`` and returns ``scores`` float32 ``[q, fetch]`` and ``rows`` int64
-``[q, fetch]``, the ``fetch`` largest inner products of every query, unordered (``TopK`` with
+``fetch`` int64 ``[1]`` and returns ``scores`` float32 ``[q, fetch]`` and ``rows`` int64 ``[q,
+fetch]``, the ``fetch`` largest inner products of every query, unordered (``TopK`` with
 ``sorted=0``).
 
 The graphs are committed (the serving install has no ``onnx`` package); run this with the
@@ -19,7 +19,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-GRAPHS = Path(__file__).resolve().parent.parent / "service" / "graphs"
+GRAPHS = Path(__file__).resolve().parent.parent / "service" / "engine" / "graphs"
 OPSET = 17
 IR_VERSION = 8
 

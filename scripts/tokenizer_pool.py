@@ -20,7 +20,7 @@ from pathlib import Path
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
-from service.process_threads import TOKENIZERS_PARALLELISM
+from service.runtime.process_threads import TOKENIZERS_PARALLELISM
 
 
 def _measure(args: argparse.Namespace) -> None:

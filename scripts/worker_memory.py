@@ -664,7 +664,7 @@ def write_markdown(path: Path, report: Mapping[str, Any]) -> None:
         f"includes the supervisor and resource tracker that N > 1 adds. One index is "
         f"n x 384 x 4 bytes; the bundle stores the vectors twice (.vectors.npy and .faiss). "
         f"The searches have no filter: on a flat collection the service scores those from the "
-        f".vectors.npy map (service/knn.py), so the .faiss map is barely touched; filtered "
+        f".vectors.npy map (service/engine/knn.py), so the .faiss map is barely touched; filtered "
         f"searches go through faiss and would fault its pages in too (shared the same way). "
         f"Machine: {machine['cpus']} vCPU, {machine['memory_gib']} GiB RAM, "
         f"{'a GPU' if machine['gpu'] else 'no GPU'} ({machine['platform']}, Python "

@@ -16,9 +16,9 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from service.process_layout import resolve_workers, usable_cores
-from service.process_setup import ConnectionLimitError, allow_open_files
+from service.runtime.process_setup import ConnectionLimitError, allow_open_files
+from service.runtime.workers import WorkerSupervisor
 from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
-from service.workers import WorkerSupervisor
 
 EXIT_BAD_SETTINGS = 2
 
@@ -78,7 +78,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 def openapi_document() -> str:
     """The OpenAPI document of the app as committed in docs/openapi.json: indented JSON with a
     final newline, built from the default settings (their limits, no keys), no environment."""
-    from service.app import create_app  # here, not at the top: see serve
+    from service.http.app import create_app  # here, not at the top: see serve
 
     schema = create_app(Settings.model_construct()).openapi()
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
@@ -91,7 +91,7 @@ def serve(settings: Settings) -> int:
     workers = resolve_workers(settings.workers, usable_cores())
     if workers == 1:
         # Imported only to serve here: a supervisor stays free of the serving stack.
-        from service.server import run_server
+        from service.runtime.server import run_server
 
         run_server(settings)
         return 0

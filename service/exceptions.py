@@ -2,7 +2,7 @@
 decoding raise when a request cannot be served.
 
 They say what went wrong in the domain's words (an unknown variant, a missing tower, a full
-queue) and carry no HTTP status: :mod:`service.errors` alone maps each class to an error code
+queue) and carry no HTTP status: :mod:`service.http.errors` alone maps each class to an error code
 and a status. A message may name where in the request the fault is (``query.image``) when the
 caller gave that label; the domain never reads request fields itself.
 """
@@ -54,6 +54,15 @@ class ShuttingDownError(DomainError):
         self.retry_after_s = retry_after_s
 
 
+class NotReadyError(DomainError):
+    """The catalog is not loaded yet (or failed to load, or the server drains); retry after
+    ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class BundleRejectedError(DomainError):
     """A bundle version cannot replace the served one (corrupt, or it does not fit the loaded
     encoders); the served version keeps serving."""
@@ -65,7 +74,7 @@ RefusalReason = DecodeFailure | Literal["invalid_base64"]
 
 class ImageRefusedError(DomainError):
     """A client's image was refused; ``reason`` says why (the refusal counter's label, and the
-    key of its status in :mod:`service.errors`)."""
+    key of its status in :mod:`service.http.errors`)."""
 
     def __init__(self, reason: RefusalReason, message: str) -> None:
         super().__init__(message)

@@ -3,7 +3,7 @@
 A per-app :class:`CollectorRegistry` (never the global default one) lets several apps live in one
 process — the test suite builds dozens — without "duplicated timeseries" errors.
 
-With several worker processes (:mod:`service.workers`) the metrics use prometheus_client's
+With several worker processes (:mod:`service.runtime.workers`) the metrics use prometheus_client's
 multiprocess mode: every worker writes its values to files in a shared folder (the supervisor
 sets ``PROMETHEUS_MULTIPROC_DIR`` before it spawns them) and ``/metrics``, whichever worker
 answers it, reads them all: counters and histograms are summed, and each gauge is combined as its

@@ -1,10 +1,10 @@
 """Where the service runs: how many worker processes, and which one this is.
 
 One worker (the default on small machines) is the plain process ``python -m service serve``
-starts. With more, a supervisor (:mod:`service.workers`) spawns them on one listening socket
+starts. With more, a supervisor (:mod:`service.runtime.workers`) spawns them on one listening socket
 and hands each a :class:`ProcessLayout` naming its index and the run folder they share: the
 Prometheus multiprocess files (:mod:`service.metrics`) and the reload broadcast
-(:mod:`service.reload_broadcast`) live there.
+(:mod:`service.lifecycle.reload_broadcast`) live there.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 from typing import Final
 
@@ -75,6 +76,10 @@ class PrivateCopies:
         root.mkdir(mode=_OWNER_ONLY, parents=True, exist_ok=True)
         os.chmod(root, _OWNER_ONLY)
         self._held: dict[Path, int] = {}  # version copy -> descriptor of its shared lock
+        # One thread at a time adopts, lets go or closes: a close waits for a copy under way
+        # and every adopt after it is refused.
+        self._lock = threading.Lock()
+        self._closed = False
 
     @classmethod
     def temporary(cls, parent: Path | None = None) -> PrivateCopies:
@@ -93,6 +98,12 @@ class PrivateCopies:
     def adopt(self, source: Path) -> Path:
         """The private copy of version folder ``source``, made now unless it exists; this
         process holds it (until :meth:`keep` leaves it out). Raises :class:`PrivateCopyError`."""
+        with self._lock:
+            if self._closed:
+                raise PrivateCopyError(f"{source}: the copies are closed (the server is stopping)")
+            return self._adopt(source)
+
+    def _adopt(self, source: Path) -> Path:
         target = self.copy_of(source)
         if target in self._held:
             return target
@@ -136,8 +147,9 @@ class PrivateCopies:
         """Stop holding every copy whose source is not in ``sources``; delete each one that no
         other process holds either."""
         wanted = {self.copy_of(source) for source in sources}
-        for target in [held for held in self._held if held not in wanted]:
-            self._release(target)
+        with self._lock:
+            for target in [held for held in self._held if held not in wanted]:
+                self._release(target)
 
     def _release(self, target: Path) -> None:
         lock = self._held.pop(target)
@@ -153,11 +165,14 @@ class PrivateCopies:
             os.close(lock)
 
     def close(self) -> None:
-        """Release every copy; remove the root when this object made it."""
-        for target in list(self._held):
-            self._release(target)
-        if self.owned:
-            _remove(self.root)
+        """Release every copy and refuse to adopt more; remove the root when this object made
+        it. Idempotent."""
+        with self._lock:
+            self._closed = True
+            for target in list(self._held):
+                self._release(target)
+            if self.owned:
+                _remove(self.root)
 
 
 def _remove(folder: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
+from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory

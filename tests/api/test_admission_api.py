@@ -24,11 +24,11 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.errors import ErrorCode, code_of
 from service.exceptions import ShuttingDownError
+from service.http.app import create_app
+from service.http.errors import ErrorCode, code_of
+from service.lifecycle.state import STATE_ATTRIBUTE
 from service.settings import Settings
-from service.state import STATE_ATTRIBUTE
 from tests.fakes.fake_encoders import FakeTextEncoder, fake_factory
 from tests.fakes.service_app import wait_ready
 

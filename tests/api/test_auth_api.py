@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
+from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.fake_bundles import caption_id
 from tests.fakes.fake_encoders import FakeTextEncoder, fake_factory

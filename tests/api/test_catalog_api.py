@@ -10,9 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
-import service.loading
-from service.app import create_app
-from service.index_placement import place_index
+import service.lifecycle.loading
+from service.http.app import create_app
+from service.lifecycle.index_placement import place_index
 from service.settings import Settings
 from tests.fakes.fake_bundles import CAPTIONS, CLIP_VARIANT, PIXELS_VARIANT, caption_id, image_id
 from tests.fakes.fake_encoders import (
@@ -167,7 +167,9 @@ def test_collections_route_reports_the_device(
 ) -> None:
     # A faiss GPU build with one visible GPU (a fake: no GPU here) behind the loader's placement.
     gpu = FakeGpuFaiss(1)
-    monkeypatch.setattr(service.loading, "place_index", functools.partial(place_index, module=gpu))
+    monkeypatch.setattr(
+        service.lifecycle.loading, "place_index", functools.partial(place_index, module=gpu)
+    )
     app = create_app(settings, encoder_factory=fake_factory(FakeTextEncoder()))
     with TestClient(app) as client:
         wait_ready(client)

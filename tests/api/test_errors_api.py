@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.errors import STATUS_OF, ErrorCode
+from service.http.errors import STATUS_OF, ErrorCode
 from tests.fakes.fake_bundles import caption_id
 
 VALID_QUERY = {"text": "a dog on a couch"}

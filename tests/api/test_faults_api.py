@@ -20,11 +20,11 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.catalog import VariantEncoders
-from service.errors import STATUS_OF, ErrorCode
+from service.engine.catalog import VariantEncoders
+from service.http.app import create_app
+from service.http.errors import STATUS_OF, ErrorCode
+from service.lifecycle.state import STATE_ATTRIBUTE
 from service.settings import Settings
-from service.state import STATE_ATTRIBUTE
 from tests.api.test_errors_api import BAD_REQUESTS
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory

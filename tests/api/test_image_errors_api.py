@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from service.errors import STATUS_OF, ErrorCode
-from service.images import max_base64_chars
+from service.engine.images import max_base64_chars
+from service.http.errors import STATUS_OF, ErrorCode
 from tests.api.test_errors_api import BadRequest, send
 from tests.fakes.fake_bundles import PIXELS_VARIANT, caption_id
 from tests.fakes.fake_encoders import FAKE_VARIANT

@@ -1,4 +1,4 @@
-"""The JSON work routes' handler (service.routes.json_route): FastAPI's answers, in FastAPI's
+"""The JSON work routes' handler (service.http.routes.json_route): FastAPI's answers, in FastAPI's
 order, from one validation of the body bytes."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from fastapi import APIRouter, Request
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.catalog import VariantEncoders
-from service.routes.json_route import JsonRoute
-from service.schemas import SearchRequest
+from service.engine.catalog import VariantEncoders
+from service.http.app import create_app
+from service.http.dependencies import ContextDep, StateDep
+from service.http.routes.json_route import JsonRoute
+from service.http.schemas import SearchRequest
 from service.settings import Settings
-from service.state import ContextDep, StateDep
 from tests.fakes.fake_encoders import FakeTextEncoder
 
 SEARCH = b'{"query": {"text": "a dog"}, "collection": "captions", "k": 2}'

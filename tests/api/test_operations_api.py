@@ -19,8 +19,8 @@ from encoders.variant import (
     VariantManifest,
     write_variant_manifest,
 )
-from service.app import create_app, onnx_encoder_factory
-from service.catalog import VariantEncoders
+from service.engine.catalog import VariantEncoders
+from service.http.app import create_app, onnx_encoder_factory
 from service.settings import Settings
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import (
@@ -300,8 +300,8 @@ def test_default_encoder_factory_builds_one_onnx_encoder_per_tower(
             super().__init__()
             built.append(("image", variant_dir, providers, intra_op_threads))
 
-    monkeypatch.setattr("service.app.OnnxTextEncoder", RecordingText)
-    monkeypatch.setattr("service.app.OnnxImageEncoder", RecordingImage)
+    monkeypatch.setattr("service.http.app.OnnxTextEncoder", RecordingText)
+    monkeypatch.setattr("service.http.app.OnnxImageEncoder", RecordingImage)
     variant_dir = tmp_path / FAKE_VARIANT
     write_manifest(variant_dir, towers)
     settings = Settings(providers="cpu", intra_op_threads=2)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
+from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.fake_encoders import FakeTextEncoder, fake_factory
 from tests.fakes.service_app import wait_ready

@@ -16,11 +16,11 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
-import service.loading
-from service.app import create_app
-from service.catalog import VariantEncoders
+import service.lifecycle.loading
+from service.engine.catalog import VariantEncoders
+from service.http.app import create_app
+from service.lifecycle.state import STATE_ATTRIBUTE
 from service.settings import Settings
-from service.state import STATE_ATTRIBUTE
 from storage.layout import CURRENT_FILE
 from storage.reader import LoadedBundle, load_bundle
 from storage.writer import set_current
@@ -368,7 +368,7 @@ def test_reloads_are_serialised_and_load_off_the_event_loop(
 
     v3 = "20260303T000000Z"
     write_fake_bundle(bundles_root, version=v3, texts=V2_TEXTS[:1])
-    monkeypatch.setattr(service.loading, "load_bundle", slow_load)
+    monkeypatch.setattr(service.lifecycle.loading, "load_bundle", slow_load)
     with ThreadPoolExecutor(2) as pool:
         # Whichever runs first, each loads a version that is not served.
         first = pool.submit(reload, admin, {"bundle": BUNDLE, "version": V2})

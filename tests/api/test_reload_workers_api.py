@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
+from service.http.app import create_app
 from service.metrics import MULTIPROCESS_DIR_VARIABLE
 from service.process_layout import ProcessLayout
 from service.settings import Settings

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
+from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.approx_bundles import (
     APPROX_COUNT,

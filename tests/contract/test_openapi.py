@@ -25,8 +25,8 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.python import asgi
 
 from service.__main__ import openapi_document
-from service.app import create_app
-from service.catalog import VariantEncoders
+from service.engine.catalog import VariantEncoders
+from service.http.app import create_app
 from service.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.fakes.fake_bundles import (

@@ -32,8 +32,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from service.runtime.workers import STOP_MARGIN_S
 from service.settings import FaissDevice, ProviderChoice, Settings
-from service.workers import STOP_MARGIN_S
 from tests.conftest import REQUIRE_TOOLS_VARIABLE, require_tools
 from tests.deploy.conftest import DEPLOY_ROOT
 

@@ -26,7 +26,7 @@ from tests.conftest import REPO_ROOT
 E2E_CAPTIONS = 2_000
 SCENES_MODEL = REPO_ROOT / "models" / "scenes-dual-encoder"
 READY_TIMEOUT_S = 120.0
-# What each server process logs once it serves (service/app.py).
+# What each server process logs once it serves (service/http/app.py).
 WORKER_READY_LINE = "ready: serving "
 SHUTDOWN_TIMEOUT_S = 30.0
 

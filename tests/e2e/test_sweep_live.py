@@ -15,7 +15,7 @@ import pytest
 import uvicorn
 
 import benchmarks.__main__ as cli
-from service.app import create_app
+from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.approx_bundles import APPROX_NLIST, write_approx_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.catalog import ServedCollection
+from service.engine.catalog import ServedCollection
 from storage.index_files import build_index
 from storage.reader import LoadedCollection
 

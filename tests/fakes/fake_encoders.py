@@ -25,8 +25,8 @@ import numpy.typing as npt
 from PIL import Image
 
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
-from service.catalog import VariantEncoders
-from service.loading import EncoderFactory
+from service.engine.catalog import VariantEncoders
+from service.lifecycle.loading import EncoderFactory
 from service.settings import Settings
 
 FAKE_VARIANT = "fake-bow"

@@ -12,8 +12,8 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from service.catalog import ServedCollection
-from service.exact_scan import ExactScan
+from service.engine.catalog import ServedCollection
+from service.engine.exact_scan import ExactScan
 from storage.reader import LoadedCollection
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.catalog import VariantEncoders
+from service.engine.catalog import VariantEncoders
+from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.fake_bundles import (
     CLIP_FINGERPRINT,

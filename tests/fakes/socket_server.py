@@ -1,6 +1,6 @@
 """The service's app on a real socket: uvicorn with the production configuration
-(:func:`service.server.server_config`: the guarded protocol, its client limits) in a thread of
-the test process, and raw-socket exchanges with it — for what no in-process client can send (a
+(:func:`service.runtime.server.server_config`: the guarded protocol, its client limits) in a thread
+of the test process, and raw-socket exchanges with it — for what no in-process client can send (a
 stalled body, a head that never ends)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from service.server import server_config
+from service.lifecycle.state import STATE_ATTRIBUTE, ServiceState
+from service.runtime.server import server_config
 from service.settings import Settings
-from service.state import STATE_ATTRIBUTE, ServiceState
 
 START_TIMEOUT_S = 10.0
 

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.variant import load_variant_manifest
-from service.app import create_app
+from service.http.app import create_app
 from service.settings import Settings
 from storage.writer import CollectionInput, write_bundle
 from tests.fakes.image_files import b64, solid, upload

@@ -11,9 +11,9 @@ import pytest
 import uvicorn
 
 import service.__main__ as cli
-import service.server as server
+import service.runtime.server as server
+from service.lifecycle.state import STATE_ATTRIBUTE
 from service.settings import Settings
-from service.state import STATE_ATTRIBUTE
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT
 

@@ -112,6 +112,14 @@ def test_keep_holds_what_is_still_served(tmp_path: Path) -> None:
     assert not new_copy.exists()
 
 
+def test_nothing_is_adopted_once_closed(tmp_path: Path) -> None:
+    copies = PrivateCopies(tmp_path / "copies")
+    copies.close()
+    with pytest.raises(PrivateCopyError, match="closed"):
+        copies.adopt(version(tmp_path / "bundles"))
+    copies.close()  # idempotent
+
+
 def test_a_temporary_root_is_removed_at_close_and_orphans_are_swept(tmp_path: Path) -> None:
     orphan = tmp_path / f"{TEMPORARY_PREFIX}dead"
     (orphan / "demo" / "v1").mkdir(parents=True)

@@ -366,7 +366,8 @@ def test_image_only_service_and_nothing_to_run(tiny: TinyDataset) -> None:
     assert set(report["skipped"]) == {"t2t", "bison"}
     with pytest.raises(BenchmarkSetupError, match="none of the tasks"):
         run_report(
-            images_config(tiny, tasks=("t2t", "latency")), FakeService([], images=service.images)
+            images_config(tiny, tasks=("t2t", "latency")),
+            FakeService([], images=service.images),
         )
 
 

@@ -1,0 +1,640 @@
+"""The search core: one path from a query side to ranked hits, for every kind of side.
+
+A side is a text, an image, a stored item or the client's own vector (:data:`QuerySide`; the
+HTTP layer turns the wire's ``{"text": ...}`` and friends into one). Every search takes the same
+steps: resolve the variant and collection (:meth:`Searcher.target`, which also checks the
+variant has the tower the side needs), get the side's vector, then search the collection with
+the tie rule (:func:`service.engine.knn.nearest`). A text or an image is embedded through its
+tower's batcher, and the search then runs on the batcher's worker thread right after the batch (its
+follow-up: one trip off the event loop instead of two); an item's stored vector or a client's vector
+is searched on a worker thread. Scores and embeddings use the same steps without the search.
+
+Each stage adds its time to the request's context (for the ``x-timing-*`` headers, the access
+log and ``timings_ms``) and to the stage histograms. Errors are domain errors
+(:mod:`service.exceptions`); the HTTP layer maps them to statuses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import cast
+
+import numpy as np
+from PIL.Image import Image
+from starlette.concurrency import run_in_threadpool
+
+from encoders.image_decode import ImageLimits
+from encoders.variant import Tower
+from service.engine.batcher import EncodeResult, FollowUp, GroupedFollowUp
+from service.engine.catalog import Catalog, ServedCollection, ServedVariant
+from service.engine.filter_grammar import Filter
+from service.engine.filtering import filter_mask
+from service.engine.images import ImagePayload, decode_payload, payload_bytes
+from service.engine.knn import SearchHit, kept_rows, nearest, nearest_many
+from service.engine.search_params import DEFAULT_PARAMS, EffectiveParams, SearchOverride, resolve
+from service.exceptions import DomainError, ImageRefusedError, InvalidQueryError
+from service.metrics import ServiceMetrics
+from service.request_context import RequestContext
+from storage.columns import Mask
+
+
+@dataclass(frozen=True)
+class TextSide:
+    """A text, embedded by the variant's text tower; ``where`` names it in errors."""
+
+    text: str
+    where: str
+
+
+@dataclass(frozen=True)
+class ImageSide:
+    """An image file (base64 text or bytes), embedded by the variant's image tower."""
+
+    payload: ImagePayload
+
+
+@dataclass(frozen=True)
+class ItemSide:
+    """A stored item: its bundle vector, from either collection of the variant."""
+
+    collection: str
+    item_id: str
+
+
+@dataclass(frozen=True)
+class VectorSide:
+    """The client's own embedding in the variant's space (normalised before use)."""
+
+    values: Sequence[float]
+    where: str
+
+
+QuerySide = TextSide | ImageSide | ItemSide | VectorSide
+
+
+def tower_of(side: QuerySide) -> Tower | None:
+    """The tower that embeds ``side``: ``text``, ``image``, or None for an item or a vector."""
+    if isinstance(side, TextSide):
+        return "text"
+    if isinstance(side, ImageSide):
+        return "image"
+    return None
+
+
+def where_of(side: QuerySide, default: str) -> str:
+    """Where ``side`` sits in the request, for error messages."""
+    if isinstance(side, ImageSide):
+        return side.payload.where
+    if isinstance(side, TextSide | VectorSide):
+        return side.where
+    return default
+
+
+def _can_answer(catalog: Catalog, need: QuerySide | Tower, variant: ServedVariant) -> bool:
+    """Whether ``variant`` can answer a query side: it has the side's tower, the client's vector
+    has its dimension, or it serves the stored item."""
+    if isinstance(need, str):
+        return need in variant.towers
+    tower = tower_of(need)
+    if tower is not None:
+        return tower in variant.towers
+    if isinstance(need, VectorSide):
+        return len(need.values) == variant.dim
+    assert isinstance(need, ItemSide)
+    try:
+        served = catalog.collection(variant, need.collection)
+    except DomainError:
+        return False
+    return need.item_id in served.collection.row_of
+
+
+def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np.ndarray:
+    """A client's own embedding (finite numbers: the HTTP schema refuses others) as a float32
+    ``[dim]`` unit vector.
+
+    Raises :class:`InvalidQueryError` when it has not exactly ``dim`` numbers or has zero norm
+    (nothing to compare by angle). The norm is taken after scaling by the largest magnitude,
+    so huge (1e300) or tiny (1e-320) values neither overflow nor underflow.
+    """
+    if len(values) != dim:
+        raise InvalidQueryError(
+            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}"
+        )
+    vector = np.asarray(values, dtype=np.float64)
+    scale = float(np.abs(vector).max(initial=0.0))
+    if not np.isfinite(scale):
+        raise InvalidQueryError(f"{where}: every number must be finite")
+    if scale == 0.0:
+        raise InvalidQueryError(f"{where}: the vector has zero norm; it has no direction")
+    scaled = vector / scale
+    unit: np.ndarray = (scaled / np.linalg.norm(scaled)).astype(np.float32)
+    return unit
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """What a search asks for besides its query: ``k`` hits from rank ``offset + 1`` on, among
+    the rows ``filter`` keeps (None: all), less the ids in ``exclude``, searched with the
+    ``override``'s search parameters (None: the collection's defaults). ``where`` and
+    ``params_where`` locate the filter and the parameters in the request, for errors."""
+
+    k: int
+    offset: int = 0
+    exclude: Collection[str] = ()
+    filter: Filter | None = None
+    where: str = "filter"
+    override: SearchOverride | None = None
+    params_where: str = "search_params"
+
+    def search_params(self, served: ServedCollection) -> EffectiveParams:
+        """The parameters the search of ``served`` runs with;
+        :class:`~service.exceptions.SearchParamNotApplicableError` when the override does not
+        fit its index."""
+        return resolve(served.collection, self.override, self.params_where)
+
+    def allowed_rows(self, served: ServedCollection) -> Mask | None:
+        """The filter's rows of ``served`` (None without a filter); :class:`InvalidQueryError`
+        when the filter does not fit the collection's fields."""
+        if self.filter is None:
+            return None
+        return filter_mask(self.filter, served.collection, self.where)
+
+    def answer(
+        self,
+        served: ServedCollection,
+        allowed: Mask | None,
+        hits: list[SearchHit],
+        params: EffectiveParams,
+    ) -> SearchPage:
+        """``hits`` with the offset of the page after them (None when they reach the end) and
+        the search ``params`` they were found with.
+
+        A page shorter than ``k`` has none: an exact search returned every remaining row, an
+        approximate index all it found."""
+        keep = kept_rows(served.collection.count, served.collection.row_of, self.exclude, allowed)
+        total = served.collection.count if keep is None else int(np.count_nonzero(keep))
+        end = self.offset + len(hits)
+        # A short page ends the ranking: every kept row of an exact search, all an approximate
+        # index found.
+        more = bool(hits) and end < total and len(hits) >= self.k
+        return SearchPage(hits=hits, next_offset=end if more else None, params=params)
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """One page of hits, and where the next one starts (None: this page reaches the end)."""
+
+    hits: list[SearchHit]
+    next_offset: int | None
+    params: EffectiveParams = DEFAULT_PARAMS
+
+
+@dataclass(frozen=True, eq=False)
+class PageSearch:
+    """The search of one page, run on a batcher's thread right after its query is embedded (a
+    :class:`service.engine.batcher.GroupedFollowUp`): searches of one collection without a filter
+    that finish encoding in the same batch run as one :func:`service.engine.knn.nearest_many`
+    call."""
+
+    served: ServedCollection
+    page: PageRequest
+    allowed: Mask | None
+    faiss_threads: int
+    params: EffectiveParams
+
+    @property
+    def group(self) -> tuple[int, int, EffectiveParams] | None:
+        """Searches of the same collection (object), thread cap and search parameters, without
+        a filter."""
+        if self.allowed is not None:
+            return None
+        return id(self.served.collection), self.faiss_threads, self.params
+
+    def __call__(self, rows: np.ndarray) -> list[SearchHit]:
+        """The page's hits for the query vector ``rows[0]``."""
+        return nearest(
+            self.served,
+            rows[0],
+            k=self.page.k,
+            exclude=self.page.exclude,
+            faiss_threads=self.faiss_threads,
+            offset=self.page.offset,
+            allowed=self.allowed,
+            params=self.params,
+        )
+
+    def run_together(
+        self, follow_ups: Sequence[GroupedFollowUp], rows: Sequence[np.ndarray]
+    ) -> list[object]:
+        """The hits of every search of the group (``follow_ups``, all :class:`PageSearch` of
+        this group), each for its own ``rows[i][0]``."""
+        searches = [cast("PageSearch", follow_up) for follow_up in follow_ups]
+        pages = [(s.page.k, s.page.offset, s.page.exclude) for s in searches]
+        matrix = np.stack([row[0] for row in rows])
+        found: list[object] = list(
+            nearest_many(self.served, matrix, pages, self.faiss_threads, self.params)
+        )
+        return found
+
+
+_Plan = tuple[ServedVariant, ServedCollection, Mask | None, EffectiveParams]
+"""A bulk search ready to run: its variant, collection, filter rows and search parameters."""
+
+
+@dataclass(frozen=True)
+class SearchJob:
+    """One search of a bulk request; ``where`` locates it there (``searches.3``)."""
+
+    variant: str | None
+    collection: str
+    side: QuerySide
+    page: PageRequest
+    where: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A search's page and where it came from."""
+
+    variant: ServedVariant
+    served: ServedCollection
+    page: SearchPage
+
+
+class Searcher:
+    """Searches, scores and embeds for one app, timing each stage.
+
+    ``image_limits`` bound every decoded image; ``faiss_threads`` > 0 caps faiss's OpenMP
+    threads on the threads that search (0: faiss's default).
+    """
+
+    def __init__(
+        self, metrics: ServiceMetrics, image_limits: ImageLimits, faiss_threads: int
+    ) -> None:
+        self._metrics = metrics
+        self._image_limits = image_limits
+        self._faiss_threads = faiss_threads
+
+    # -- search -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def target(
+        catalog: Catalog,
+        variant_name: str | None,
+        collection: str,
+        need: QuerySide | Tower,
+        where: str,
+    ) -> tuple[ServedVariant, ServedCollection]:
+        """The variant and collection a search names (see :meth:`Catalog.locate`): a bare
+        collection name without a variant finds the one served collection whose variant can
+        answer ``need`` (a query side, or the tower an upload needs). :class:`NotFoundError` for
+        unknown names, :class:`InvalidQueryError` for an ambiguous name or a variant without
+        the tower the side needs; ``where`` names the side in that message."""
+        variant, served = catalog.locate(
+            variant_name, collection, partial(_can_answer, catalog, need)
+        )
+        tower = need if isinstance(need, str) else tower_of(need)
+        if tower is not None:
+            catalog.require_tower(variant, tower, where)
+        return variant, served
+
+    @staticmethod
+    def variant_for(
+        catalog: Catalog, variant_name: str | None, sides: Sequence[QuerySide]
+    ) -> ServedVariant:
+        """The variant a request of ``sides`` names, or — naming none where there is no
+        default — the one variant that can answer every side (see
+        :meth:`Catalog.resolve_variant_for`)."""
+
+        def fits(variant: ServedVariant) -> bool:
+            return all(_can_answer(catalog, side, variant) for side in sides)
+
+        return catalog.resolve_variant_for(variant_name, fits)
+
+    async def search(
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        variant: ServedVariant,
+        served: ServedCollection,
+        side: QuerySide,
+        page: PageRequest,
+    ) -> SearchPage:
+        """One page of hits of ``served`` for ``side`` (see :func:`service.engine.knn.nearest` for
+        the tie rule, exclusion, selection and clamping). ``variant`` and ``served`` come from
+        :meth:`target`. The filter and the search parameters are checked and applied before anything
+        is encoded. Raises :class:`NotFoundError` for an unknown item, :class:`InvalidQueryError`
+        for a filter that does not fit the collection, a bad vector or an input without a finite
+        embedding, :class:`SearchParamNotApplicableError` for search parameters the index does not
+        take, :class:`ImageRefusedError`, :class:`OverloadedError` or :class:`ShuttingDownError` as
+        the batchers do."""
+        allowed = page.allowed_rows(served)
+        params = page.search_params(served)
+        find = PageSearch(served, page, allowed, self._faiss_threads, params)
+        if isinstance(side, TextSide):
+            result = await self._encode(context, variant, "text", [side.text], follow_up=find)
+        elif isinstance(side, ImageSide):
+            result = await self._embed_images(context, variant, [side.payload], follow_up=find)
+        else:
+            vector = self._given_vector(catalog, variant, side)
+            started = time.perf_counter()
+            try:
+                hits = await run_in_threadpool(find, vector[None, :])
+            finally:
+                self._record_search(context, served, time.perf_counter() - started)
+            return page.answer(served, allowed, hits, params)
+        self._record_search(context, served, result.follow_up_s)
+        return page.answer(served, allowed, cast("list[SearchHit]", result.follow_up), params)
+
+    async def search_many(
+        self, context: RequestContext, catalog: Catalog, jobs: Sequence[SearchJob]
+    ) -> list[Answer | DomainError]:
+        """Many searches in one go, answered in order; a search that fails gets its own domain
+        error in its place and the others go on.
+
+        Every target and filter is resolved first; then each variant's texts are encoded in
+        one batcher job (distinct texts once), images one job each, and the unrestricted
+        searches of each collection run as one faiss call (:func:`service.engine.knn.nearest_many`).
+        Refusals that concern the whole request (:class:`OverloadedError`,
+        :class:`ShuttingDownError`) are raised."""
+        outcome: list[Answer | DomainError | None] = [None] * len(jobs)
+        planned: dict[int, _Plan] = {}
+        vectors: dict[int, np.ndarray] = {}
+        started = time.perf_counter()
+        for position, job in enumerate(jobs):
+            try:
+                variant, served = self.target(
+                    catalog,
+                    job.variant,
+                    job.collection,
+                    job.side,
+                    where_of(job.side, f"{job.where}.query.item"),
+                )
+                allowed = job.page.allowed_rows(served)
+                params = job.page.search_params(served)
+                if isinstance(job.side, ItemSide | VectorSide):
+                    vectors[position] = self._given_vector(catalog, variant, job.side)
+            except DomainError as error:
+                outcome[position] = error
+                continue
+            planned[position] = (variant, served, allowed, params)
+        context.add_search_ms((time.perf_counter() - started) * 1000.0)
+        await self._encode_many(context, jobs, planned, vectors, outcome)
+        started = time.perf_counter()
+        try:
+            pages = await run_in_threadpool(self._search_planned, jobs, planned, vectors)
+        finally:
+            context.add_search_ms((time.perf_counter() - started) * 1000.0)
+        for position, hits in pages.items():
+            variant, served, allowed, params = planned[position]
+            page = jobs[position].page.answer(served, allowed, hits, params)
+            outcome[position] = Answer(variant, served, page)
+        answers = [answer for answer in outcome if answer is not None]
+        if len(answers) != len(jobs):
+            raise RuntimeError("a bulk search was neither answered nor refused")
+        return answers
+
+    async def _encode_many(
+        self,
+        context: RequestContext,
+        jobs: Sequence[SearchJob],
+        planned: dict[int, _Plan],
+        vectors: dict[int, np.ndarray],
+        outcome: list[Answer | DomainError | None],
+    ) -> None:
+        """Fill ``vectors`` for the planned text and image sides; a side that cannot be
+        embedded gets its error in ``outcome`` and leaves the plan."""
+        texts_of: dict[str, list[int]] = {}
+        for position, (variant, _, _, _) in planned.items():
+            side = jobs[position].side
+            if isinstance(side, TextSide):
+                texts_of.setdefault(variant.name, []).append(position)
+            elif isinstance(side, ImageSide):
+                try:
+                    rows = await self.embed_images(context, variant, [side.payload])
+                except (ImageRefusedError, InvalidQueryError) as error:
+                    outcome[position] = error
+                else:
+                    vectors[position] = rows[0]
+        for positions in texts_of.values():
+            variant = planned[positions[0]][0]
+            texts = list(dict.fromkeys(cast("TextSide", jobs[p].side).text for p in positions))
+            try:
+                rows = await self.embed_texts(context, variant, texts)
+                row_of = {text: rows[slot] for slot, text in enumerate(texts)}
+            except InvalidQueryError:
+                # One text without a finite embedding: find it, and embed the others.
+                row_of = {}
+                for text in texts:
+                    with contextlib.suppress(InvalidQueryError):
+                        row_of[text] = (await self.embed_texts(context, variant, [text]))[0]
+            for position in positions:
+                text = cast("TextSide", jobs[position].side).text
+                if text in row_of:
+                    vectors[position] = row_of[text]
+                else:
+                    outcome[position] = InvalidQueryError(
+                        f"{jobs[position].where}.query.text: the text has no finite embedding"
+                    )
+        for position in [p for p in planned if p not in vectors]:
+            del planned[position]
+
+    def _search_planned(
+        self,
+        jobs: Sequence[SearchJob],
+        planned: dict[int, _Plan],
+        vectors: dict[int, np.ndarray],
+    ) -> dict[int, list[SearchHit]]:
+        """Blocking: the hits of every planned search; the unfiltered searches of one collection
+        run together, as the searches of one encoder batch do (:class:`PageSearch`)."""
+        found: dict[int, list[SearchHit]] = {}
+        groups: dict[object, list[int]] = {}
+        searches: dict[int, PageSearch] = {}
+        for position, (_, served, allowed, params) in planned.items():
+            search = PageSearch(served, jobs[position].page, allowed, self._faiss_threads, params)
+            searches[position] = search
+            if search.group is None:
+                found[position] = search(vectors[position][None, :])
+            else:
+                groups.setdefault(search.group, []).append(position)
+        for positions in groups.values():
+            together = [searches[position] for position in positions]
+            rows = [vectors[position][None, :] for position in positions]
+            hits = together[0].run_together(together, rows)
+            for position, page_hits in zip(positions, hits, strict=True):
+                found[position] = cast("list[SearchHit]", page_hits)
+        return found
+
+    # -- score and embed --------------------------------------------------------------------------
+
+    async def vectors(
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        variant: ServedVariant,
+        sides: Sequence[QuerySide],
+    ) -> tuple[np.ndarray, set[str]]:
+        """The vector of each side, float32 ``[len(sides), dim]``, and the bundle versions whose
+        stored vectors were used.
+
+        Towers are checked and stored items and client vectors looked up before anything is
+        decoded or encoded; each distinct image (same payload) is then decoded and embedded
+        once, images before texts, and each distinct text encoded once (CxC pairs reuse the
+        same captions heavily)."""
+        for side in sides:
+            tower = tower_of(side)
+            if tower is not None:
+                catalog.require_tower(variant, tower, where_of(side, ""))
+        started = time.perf_counter()
+        versions: set[str] = set()
+        given: dict[int, np.ndarray] = {}
+        for index, side in enumerate(sides):
+            if isinstance(side, ItemSide | VectorSide):
+                given[index] = self._given_vector(catalog, variant, side, versions)
+        context.add_search_ms((time.perf_counter() - started) * 1000.0)
+
+        first_payload: dict[str | bytes, ImagePayload] = {}
+        for side in sides:
+            if isinstance(side, ImageSide):
+                first_payload.setdefault(side.payload.data, side.payload)
+        image_slot = {data: slot for slot, data in enumerate(first_payload)}
+        image_vectors = await self.embed_images(context, variant, list(first_payload.values()))
+        texts = list(dict.fromkeys(side.text for side in sides if isinstance(side, TextSide)))
+        text_slot = {text: slot for slot, text in enumerate(texts)}
+        text_vectors = await self.embed_texts(context, variant, texts)
+
+        def vector_of(index: int, side: QuerySide) -> np.ndarray:
+            if isinstance(side, TextSide):
+                row: np.ndarray = text_vectors[text_slot[side.text]]
+            elif isinstance(side, ImageSide):
+                row = image_vectors[image_slot[side.payload.data]]
+            else:
+                row = given[index]
+            return row
+
+        rows = [vector_of(index, side) for index, side in enumerate(sides)]
+        return np.stack(rows).astype(np.float32, copy=False), versions
+
+    async def embed_texts(
+        self, context: RequestContext, variant: ServedVariant, texts: Sequence[str]
+    ) -> np.ndarray:
+        """Embed ``texts`` through the variant's text batcher (micro-batched with concurrent
+        requests): float32 ``[len(texts), dim]``, L2-normalised."""
+        if not texts:
+            return np.empty((0, variant.dim), dtype=np.float32)
+        result = await self._encode(context, variant, "text", texts)
+        return result.rows
+
+    async def embed_images(
+        self, context: RequestContext, variant: ServedVariant, payloads: Sequence[ImagePayload]
+    ) -> np.ndarray:
+        """Decode and embed ``payloads`` in order: float32 ``[len(payloads), dim]``.
+
+        Every base64 payload is decoded first, so malformed base64 anywhere is refused before
+        any image is decoded. Images are then decoded one by one and encoded in groups holding
+        at least ``max_pixels`` decoded pixels (the last group may hold fewer): a request of
+        ordinary images is one group — every image decoded, and every bad one refused, before
+        the encoder runs — while a request of huge images never holds more than about two
+        maximal images' pixels (3 bytes each) at once, however many it sends.
+        """
+        if not payloads:
+            return np.empty((0, variant.dim), dtype=np.float32)
+        return (await self._embed_images(context, variant, payloads)).rows
+
+    # -- stages -----------------------------------------------------------------------------------
+
+    def _given_vector(
+        self,
+        catalog: Catalog,
+        variant: ServedVariant,
+        side: QuerySide,
+        versions: set[str] | None = None,
+    ) -> np.ndarray:
+        """The vector of an item side (its stored vector) or a vector side (normalised)."""
+        if isinstance(side, ItemSide):
+            served = catalog.collection(variant, side.collection)
+            if versions is not None:
+                versions.add(served.bundle_version)
+            return catalog.stored_vector(served, catalog.row_of(served, side.item_id))
+        assert isinstance(side, VectorSide)
+        return normalised_query_vector(side.values, variant.dim, side.where)
+
+    async def _encode(
+        self,
+        context: RequestContext,
+        variant: ServedVariant,
+        tower: Tower,
+        inputs: Sequence[object],
+        follow_up: FollowUp | None = None,
+    ) -> EncodeResult:
+        result = await variant.batcher(tower).submit(inputs, context.deadline_s, follow_up)
+        context.add_queue_ms(result.queue_s * 1000.0)
+        context.add_encode_ms(result.encode_s * 1000.0)
+        return result
+
+    async def _embed_images(
+        self,
+        context: RequestContext,
+        variant: ServedVariant,
+        payloads: Sequence[ImagePayload],
+        follow_up: FollowUp | None = None,
+    ) -> EncodeResult:
+        """Decode and encode ``payloads`` (see :meth:`embed_images`); the result's rows are all
+        the images' rows. A ``follow_up`` (single payload only) runs on them on the batcher's
+        thread."""
+        assert follow_up is None or len(payloads) == 1
+        decode_s = 0.0
+        results: list[EncodeResult] = []
+        try:
+            started = time.perf_counter()
+            try:
+                blobs = await run_in_threadpool(_all_bytes, payloads)
+            finally:
+                decode_s += time.perf_counter() - started
+            group: list[Image] = []
+            group_pixels = 0
+            for payload, blob in zip(payloads, blobs, strict=True):
+                started = time.perf_counter()
+                try:
+                    image = await run_in_threadpool(
+                        decode_payload, payload.where, blob, self._image_limits
+                    )
+                finally:
+                    decode_s += time.perf_counter() - started
+                group.append(image)
+                group_pixels += image.width * image.height
+                if group_pixels >= self._image_limits.max_pixels:
+                    results.append(await self._encode(context, variant, "image", group, follow_up))
+                    group, group_pixels = [], 0
+            if group:
+                results.append(await self._encode(context, variant, "image", group, follow_up))
+        except ImageRefusedError as error:
+            self._metrics.images_refused.labels(error.reason).inc()
+            raise
+        finally:
+            context.add_decode_ms(decode_s * 1000.0)
+            self._metrics.image_decode_seconds.observe(decode_s)
+        if len(results) == 1:
+            return results[0]
+        rows = np.concatenate([result.rows for result in results]).astype(np.float32, copy=False)
+        return EncodeResult(
+            rows,
+            queue_s=sum(result.queue_s for result in results),
+            encode_s=sum(result.encode_s for result in results),
+            batch_inputs=len(payloads),
+            batch_requests=1,
+        )
+
+    def _record_search(
+        self, context: RequestContext, served: ServedCollection, seconds: float
+    ) -> None:
+        context.add_search_ms(seconds * 1000.0)
+        self._metrics.search_seconds.labels(served.variant, served.name).observe(seconds)
+
+
+def _all_bytes(payloads: Sequence[ImagePayload]) -> list[bytes]:
+    return [payload_bytes(payload) for payload in payloads]

@@ -1,0 +1,255 @@
+"""The one error shape and the one table from error code to HTTP status.
+
+Every error the service answers is ``{"error": {"code", "message", "request_id"}}``. This is
+the only place that turns errors into statuses: the domain's errors
+(:mod:`service.exceptions`) through :data:`CODE_OF_DOMAIN_ERROR` and
+:data:`CODE_OF_IMAGE_REFUSAL`, the HTTP layer's own refusals (:class:`ServiceError`, raised by
+routes, schemas and middleware), FastAPI's validation errors and Starlette's HTTP exceptions,
+each through :data:`STATUS_OF`; unexpected
+exceptions are caught by :class:`service.http.middleware.RequestContextMiddleware` and become
+``internal`` (500) — a bug, never something a client can cause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse, Response
+
+from service.exceptions import (
+    BundleRejectedError,
+    DomainError,
+    ImageRefusedError,
+    InvalidQueryError,
+    NotFoundError,
+    NotReadyError,
+    OverloadedError,
+    RefusalReason,
+    SearchParamNotApplicableError,
+    ShuttingDownError,
+)
+from service.request_context import request_id_of
+
+
+class ErrorCode(StrEnum):
+    """Error codes of the HTTP API (docs/contracts.md)."""
+
+    INVALID_INPUT = "invalid_input"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    NOT_FOUND = "not_found"
+    SEARCH_PARAM_NOT_APPLICABLE = "search_param_not_applicable"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    REQUEST_TIMEOUT = "request_timeout"
+    HEADERS_TOO_LARGE = "headers_too_large"
+    BUNDLE_REJECTED = "bundle_rejected"
+    OVERLOADED = "overloaded"
+    NOT_READY = "not_ready"
+    INTERNAL = "internal"
+
+
+STATUS_OF: Mapping[ErrorCode, int] = {
+    ErrorCode.INVALID_INPUT: 422,
+    ErrorCode.PAYLOAD_TOO_LARGE: 413,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.UNAUTHORIZED: 401,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 422,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.REQUEST_TIMEOUT: 408,
+    ErrorCode.HEADERS_TOO_LARGE: 431,
+    ErrorCode.BUNDLE_REJECTED: 409,
+    ErrorCode.OVERLOADED: 503,
+    ErrorCode.NOT_READY: 503,
+    ErrorCode.INTERNAL: 500,
+}
+
+CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
+    NotFoundError: ErrorCode.NOT_FOUND,
+    InvalidQueryError: ErrorCode.INVALID_INPUT,
+    SearchParamNotApplicableError: ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+    OverloadedError: ErrorCode.OVERLOADED,
+    ShuttingDownError: ErrorCode.NOT_READY,
+    NotReadyError: ErrorCode.NOT_READY,
+    BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
+}
+"""The error code of each domain error (its status then comes from :data:`STATUS_OF`)."""
+
+CODE_OF_IMAGE_REFUSAL: Mapping[RefusalReason, ErrorCode] = {
+    "too_many_bytes": ErrorCode.PAYLOAD_TOO_LARGE,
+    "too_many_pixels": ErrorCode.PAYLOAD_TOO_LARGE,
+    "unsupported_format": ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    "invalid_image": ErrorCode.INVALID_INPUT,
+    "invalid_base64": ErrorCode.INVALID_INPUT,
+}
+"""The error code of each :class:`service.exceptions.ImageRefusedError` reason (its status then
+comes from :data:`STATUS_OF`): over a limit → 413, a refused format → 415, not an image or not
+base64 → 422."""
+
+# Starlette raises HTTPException with a bare status (404 no route, 405 wrong method, ...).
+_CODE_OF_STATUS: Mapping[int, ErrorCode] = {
+    status: code
+    for code, status in STATUS_OF.items()
+    if code
+    not in {
+        ErrorCode.OVERLOADED,
+        ErrorCode.NOT_READY,
+        ErrorCode.BUNDLE_REJECTED,
+        ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+    }
+}
+
+
+class ServiceError(Exception):
+    """An error the API answers with its documented status and the one error shape.
+
+    ``retry_after_s`` adds a ``Retry-After`` header (used with the 503 codes).
+    """
+
+    def __init__(self, code: ErrorCode, message: str, *, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retry_after_s = retry_after_s
+
+    @property
+    def status_code(self) -> int:
+        """The HTTP status that :data:`STATUS_OF` assigns to this error's code."""
+        return STATUS_OF[self.code]
+
+
+def code_of(error: DomainError) -> ErrorCode:
+    """The error code of a domain error (its class, or the nearest base in the table)."""
+    if isinstance(error, ImageRefusedError):
+        return CODE_OF_IMAGE_REFUSAL[error.reason]
+    for cls in type(error).__mro__:
+        code = CODE_OF_DOMAIN_ERROR.get(cls)
+        if code is not None:
+            return code
+    return ErrorCode.INVALID_INPUT
+
+
+def retry_after_of(error: DomainError) -> int | None:
+    """The ``Retry-After`` seconds a domain error asks for (overload, shutdown), if any."""
+    if isinstance(error, OverloadedError | ShuttingDownError | NotReadyError):
+        return error.retry_after_s
+    return None
+
+
+MAX_MESSAGE_CHARS = 2000
+
+
+def _printable(message: str) -> str:
+    # A message may quote client text holding lone surrogates ("\ud800" is valid JSON), which
+    # cannot be encoded as UTF-8: the response would fail with a 500. Escape them instead.
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "…"
+
+
+def error_body(code: ErrorCode, message: str, request_id: str) -> dict[str, dict[str, str]]:
+    """The JSON body of every error response (the message made safe to encode as UTF-8)."""
+    return {"error": {"code": code.value, "message": _printable(message), "request_id": request_id}}
+
+
+def item_error(error: DomainError) -> tuple[int, dict[str, str]]:
+    """The status and ``{"code", "message"}`` of a domain error answered inside a 200 (one
+    search of a bulk request), the message made safe to encode as UTF-8."""
+    code = code_of(error)
+    return STATUS_OF[code], {"code": code.value, "message": _printable(str(error))}
+
+
+def error_response(
+    code: ErrorCode,
+    message: str,
+    request_id: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> JSONResponse:
+    """A complete error response: status from :data:`STATUS_OF`, body from :func:`error_body`."""
+    return JSONResponse(
+        error_body(code, message, request_id), status_code=STATUS_OF[code], headers=headers
+    )
+
+
+def _location(loc: Sequence[Any]) -> str:
+    """``("body", "query", "text")`` → ``query.text``; the leading ``body`` says nothing new."""
+    parts = [str(part) for part in loc]
+    if parts and parts[0] in {"body", "query", "path", "header"} and len(parts) > 1:
+        parts = parts[1:]
+    # A tagged union puts its tag before the member's own field, and each tag is the name of
+    # that field (``query.text.text``, ``texts.texts.0``): say it once.
+    parts = [part for index, part in enumerate(parts) if index == 0 or part != parts[index - 1]]
+    return ".".join(parts) or "body"
+
+
+def validation_message(errors: Sequence[Mapping[str, Any]]) -> str:
+    """A message built from each error's location and text only.
+
+    The rejected input is never echoed: it may hold NaN, bytes or a client's private text, and
+    FastAPI's own handler crashes serialising the first two.
+    """
+    if not errors:
+        return "invalid request"
+    parts = []
+    for error in errors[:5]:
+        if error.get("type") == "json_invalid":
+            parts.append("body is not valid JSON")
+            continue
+        parts.append(f"{_location(error.get('loc', ()))}: {error.get('msg', 'invalid')}")
+    if len(errors) > 5:
+        parts.append(f"and {len(errors) - 5} more")
+    return "; ".join(parts)
+
+
+async def _service_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServiceError)
+    headers = {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s is not None else None
+    return error_response(exc.code, exc.message, request_id_of(request.scope), headers=headers)
+
+
+async def _domain_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, DomainError)
+    retry_after_s = retry_after_of(exc)
+    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
+    return error_response(code_of(exc), exc.message, request_id_of(request.scope), headers=headers)
+
+
+async def _validation_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return error_response(
+        ErrorCode.INVALID_INPUT, validation_message(exc.errors()), request_id_of(request.scope)
+    )
+
+
+async def _http_exception_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    request_id = request_id_of(request.scope)
+    code = _CODE_OF_STATUS.get(exc.status_code)
+    if code is None:
+        # A status outside the table (e.g. FastAPI's 400 "error parsing the body") is still the
+        # client's doing: answer it as invalid input rather than inventing a new shape.
+        code = ErrorCode.INVALID_INPUT if exc.status_code < 500 else ErrorCode.INTERNAL
+    if code is ErrorCode.NOT_FOUND:
+        message = f"no route {request.url.path}"
+    elif code is ErrorCode.METHOD_NOT_ALLOWED:
+        message = f"{request.method} is not allowed on {request.url.path}"
+    else:
+        message = str(exc.detail)
+    # Headers of Starlette's and our own HTTP exceptions (Allow, Connection) are server-made.
+    return error_response(code, message, request_id, headers=exc.headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Route every error FastAPI or Starlette can raise into the one error shape."""
+    app.add_exception_handler(ServiceError, _service_error_handler)
+    app.add_exception_handler(DomainError, _domain_error_handler)
+    app.add_exception_handler(RequestValidationError, _validation_error_handler)
+    app.add_exception_handler(StarletteHTTPException, _http_exception_handler)

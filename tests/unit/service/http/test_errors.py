@@ -1,0 +1,169 @@
+"""The one place domain errors become HTTP answers (service.http.errors): every error code has a
+status, every domain error and every image refusal reason has a code, Retry-After comes from
+the errors that ask for it, and the error body never carries what it cannot encode or echo."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from encoders.image_decode import DECODE_FAILURES
+from service.exceptions import (
+    BundleRejectedError,
+    DomainError,
+    ImageRefusedError,
+    InvalidQueryError,
+    NotFoundError,
+    OverloadedError,
+    SearchParamNotApplicableError,
+    ShuttingDownError,
+)
+from service.http.errors import (
+    CODE_OF_DOMAIN_ERROR,
+    CODE_OF_IMAGE_REFUSAL,
+    MAX_MESSAGE_CHARS,
+    STATUS_OF,
+    ErrorCode,
+    ServiceError,
+    code_of,
+    error_body,
+    error_response,
+    retry_after_of,
+    validation_message,
+)
+
+
+def subclasses(cls: type[DomainError]) -> set[type[DomainError]]:
+    found: set[type[DomainError]] = set()
+    for sub in cls.__subclasses__():
+        found |= {sub, *subclasses(sub)}
+    return found
+
+
+def test_every_error_code_has_a_status() -> None:
+    assert set(STATUS_OF) == set(ErrorCode)
+    assert all(400 <= status < 600 for status in STATUS_OF.values())
+
+
+def test_every_domain_error_has_a_code() -> None:
+    # Image refusals are mapped by their reason (below), every other domain error by class.
+    assert subclasses(DomainError) - {ImageRefusedError} <= set(CODE_OF_DOMAIN_ERROR)
+    statuses = {cls.__name__: STATUS_OF[code] for cls, code in CODE_OF_DOMAIN_ERROR.items()}
+    assert statuses == {
+        "NotFoundError": 404,
+        "InvalidQueryError": 422,
+        "OverloadedError": 503,
+        "ShuttingDownError": 503,
+        "NotReadyError": 503,
+        "BundleRejectedError": 409,
+        "SearchParamNotApplicableError": 422,
+    }
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (NotFoundError("unknown variant 'x'"), ErrorCode.NOT_FOUND),
+        (InvalidQueryError("no image tower"), ErrorCode.INVALID_INPUT),
+        (OverloadedError("queue full", retry_after_s=2), ErrorCode.OVERLOADED),
+        (ShuttingDownError("not ready: shutting down", retry_after_s=1), ErrorCode.NOT_READY),
+        (BundleRejectedError("corrupt"), ErrorCode.BUNDLE_REJECTED),
+        (
+            SearchParamNotApplicableError("search_params.nprobe: not IVF"),
+            ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+        ),
+        (ImageRefusedError("too_many_pixels", "query.image: too big"), ErrorCode.PAYLOAD_TOO_LARGE),
+        (ImageRefusedError("invalid_base64", "query.image: bad"), ErrorCode.INVALID_INPUT),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, DomainError) else str(value),
+)
+def test_code_of_a_domain_error(error: DomainError, code: ErrorCode) -> None:
+    assert code_of(error) is code
+
+
+def test_a_subclass_takes_the_code_of_its_nearest_mapped_base() -> None:
+    class UnknownBundleError(NotFoundError):
+        pass
+
+    assert code_of(UnknownBundleError("no such bundle")) is ErrorCode.NOT_FOUND
+
+
+def test_every_image_refusal_reason_has_a_documented_status() -> None:
+    assert set(CODE_OF_IMAGE_REFUSAL) == {*DECODE_FAILURES, "invalid_base64"}
+    assert {reason: STATUS_OF[code] for reason, code in CODE_OF_IMAGE_REFUSAL.items()} == {
+        "too_many_bytes": 413,
+        "too_many_pixels": 413,
+        "unsupported_format": 415,
+        "invalid_image": 422,
+        "invalid_base64": 422,
+    }
+
+
+def test_retry_after_comes_from_overload_and_shutdown_only() -> None:
+    assert retry_after_of(OverloadedError("full", retry_after_s=3)) == 3
+    assert retry_after_of(ShuttingDownError("draining", retry_after_s=5)) == 5
+    assert retry_after_of(NotFoundError("gone")) is None
+    assert retry_after_of(ImageRefusedError("invalid_image", "not an image")) is None
+
+
+def test_a_service_error_has_the_status_of_its_code() -> None:
+    error = ServiceError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, "send JSON", retry_after_s=None)
+    assert (error.status_code, error.message, error.retry_after_s) == (415, "send JSON", None)
+
+
+def test_the_error_body_escapes_lone_surrogates_and_caps_the_message() -> None:
+    body = error_body(ErrorCode.NOT_FOUND, "unknown item '\ud800'", "req-1")
+    assert body == {
+        "error": {
+            "code": "not_found",
+            "message": "unknown item '\\ud800'",
+            "request_id": "req-1",
+        }
+    }
+    json.dumps(body).encode("utf-8")  # encodable
+    long = error_body(ErrorCode.INVALID_INPUT, "x" * (MAX_MESSAGE_CHARS + 10), "req-2")
+    assert long["error"]["message"] == "x" * MAX_MESSAGE_CHARS + "…"
+
+
+def test_an_error_response_carries_its_status_and_headers() -> None:
+    response = error_response(
+        ErrorCode.OVERLOADED, "overloaded", "req-3", headers={"Retry-After": "2"}
+    )
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "2"
+    assert json.loads(bytes(response.body))["error"]["code"] == "overloaded"
+
+
+def test_validation_message_never_includes_input() -> None:
+    message = validation_message(
+        [{"type": "int_type", "loc": ("body", "k"), "msg": "bad", "input": float("nan")}]
+    )
+    assert message == "k: bad"
+
+
+def test_validation_message_names_locations_and_counts_the_rest() -> None:
+    errors: list[dict[str, Any]] = [
+        {"type": "json_invalid", "loc": ("body", 0), "msg": "x"},
+        {"type": "missing", "loc": ("body", "query", "text"), "msg": "Field required"},
+        {"type": "missing", "loc": ("body",), "msg": "Field required"},
+        *({"type": "x", "loc": ("body", "k"), "msg": "bad"} for _ in range(5)),
+    ]
+    assert validation_message(errors) == (
+        "body is not valid JSON; query.text: Field required; body: Field required; k: bad; "
+        "k: bad; and 3 more"
+    )
+    assert validation_message([]) == "invalid request"
+
+
+def test_validation_message_names_a_tagged_union_member_once() -> None:
+    # A tagged union's tag comes before the member's own field, and each tag is that field.
+    errors: list[dict[str, Any]] = [
+        {"type": "value_error", "loc": ("body", "query", "text", "text"), "msg": "blank"},
+        {"type": "missing", "loc": ("body", "pairs", 0, "left", "item", "item", "id"), "msg": "m"},
+        {"type": "x", "loc": ("body", "texts", "texts", 1), "msg": "blank"},
+    ]
+    assert validation_message(errors) == (
+        "query.text: blank; pairs.0.left.item.id: m; texts.1: blank"
+    )
