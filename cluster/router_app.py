@@ -37,6 +37,7 @@ from cluster.shard_split import ShardMap
 from encoders.protocols import TextEncoderProtocol
 from service.engine.searcher import normalised_query_vector
 from service.http.errors import ErrorCode, ServiceError, install_error_handlers
+from service.http.limits import check_page_limits, text_too_long
 from service.http.middleware import (
     REQUEST_ID_HEADER,
     BodyGateMiddleware,
@@ -45,16 +46,10 @@ from service.http.middleware import (
     answer_internal_error,
     open_request_context,
 )
-from service.http.schemas import (
-    ErrorResponse,
-    JsonInteger,
-    SearchResult,
-    TextQuery,
-    VectorQuery,
-    check_page_limits,
-    one_key_tag,
-    text_too_long,
-)
+from service.http.schemas.error_body import ErrorResponse
+from service.http.schemas.queries import TextQuery, VectorQuery
+from service.http.schemas.search import SearchResult
+from service.http.schemas.wire import JsonInteger, one_key_tag
 from service.request_context import RequestIds, request_id_of
 
 logger = logging.getLogger(__name__)

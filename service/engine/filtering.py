@@ -4,7 +4,8 @@ Each field test becomes a vectorised test of the field's column (:mod:`storage.c
 ``and``/``or``/``not`` combine the masks. Everything is checked before any mask is made: an
 unknown field, an operand of the wrong type, a range on a field without an order or a range
 nothing can satisfy raise :class:`InvalidQueryError` naming where in the request it is
-(``filter.and.1.range``). Timestamps compare as microseconds since the epoch.
+(``filter.and.1.range``) from :func:`check_filter`, before the search; :func:`filter_mask` then
+makes the mask where the search runs. Timestamps compare as microseconds since the epoch.
 """
 
 from __future__ import annotations
@@ -20,10 +21,16 @@ from storage.columns import Column, Mask, Scalar
 from storage.reader import LoadedCollection
 
 
-def filter_mask(node: Filter, collection: LoadedCollection, where: str = "filter") -> Mask:
-    """The rows of ``collection`` that ``node`` keeps; :class:`InvalidQueryError` for a filter
-    that does not fit the collection's fields."""
+def check_filter(node: Filter, collection: LoadedCollection, where: str = "filter") -> None:
+    """Raise :class:`InvalidQueryError` when ``node`` does not fit ``collection``'s fields (an
+    unknown field, an operand of the wrong type, a range on a field without an order, a range
+    nothing can satisfy). Reads the field types only: cheap enough for the event loop."""
     _check(node, collection, where)
+
+
+def filter_mask(node: Filter, collection: LoadedCollection) -> Mask:
+    """The rows of ``collection`` that ``node`` keeps (one numpy pass per field test: run it
+    off the event loop). ``node`` must have passed :func:`check_filter`."""
     return _mask(node, collection)
 
 

@@ -1,10 +1,11 @@
-"""The search core: one path from a query side to ranked hits, for every kind of side.
+"""The search core: one path from a query to ranked hits, for every kind of query side.
 
-A side is a text, an image, a stored item or the client's own vector (:data:`QuerySide`; the
-HTTP layer turns the wire's ``{"text": ...}`` and friends into one). Every search takes the same
-steps: resolve the variant and collection (:meth:`Searcher.target`, which also checks the
-variant has the tower the side needs), get the side's vector, then search the collection with
-the tie rule (:func:`service.engine.knn.nearest`). A text or an image is embedded through its
+The HTTP layer makes one :class:`~service.engine.query.SearchQuery` of a request and calls
+:meth:`Searcher.search` once. Every search takes the same steps: resolve the variant and
+collection (:meth:`Searcher.target`, which also checks the variant has the tower the side
+needs), check the filter and search parameters, get the side's vector, then search the
+collection with the tie rule (:func:`service.engine.knn.nearest`, through
+:class:`~service.engine.pages.PageSearch`). A text or an image is embedded through its
 tower's batcher, and the search then runs on the batcher's worker thread right after the batch (its
 follow-up: one trip off the event loop instead of two); an item's stored vector or a client's vector
 is searched on a worker thread. Scores and embeddings use the same steps without the search.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import cast
@@ -29,69 +30,26 @@ from starlette.concurrency import run_in_threadpool
 
 from encoders.image_decode import ImageLimits
 from encoders.variant import Tower
-from service.engine.batcher import EncodeResult, FollowUp, GroupedFollowUp
+from service.engine.batcher import EncodeResult, FollowUp
 from service.engine.catalog import Catalog, ServedCollection, ServedVariant
-from service.engine.filter_grammar import Filter
-from service.engine.filtering import filter_mask
+from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload, decode_payload, payload_bytes
-from service.engine.knn import SearchHit, kept_rows, nearest, nearest_many
-from service.engine.search_params import DEFAULT_PARAMS, EffectiveParams, SearchOverride, resolve
+from service.engine.pages import PageSearch, SearchPage
+from service.engine.query import (
+    ImageSide,
+    ItemSide,
+    PageRequest,
+    QuerySide,
+    SearchQuery,
+    TextSide,
+    VectorSide,
+    tower_of,
+    where_of,
+)
+from service.engine.search_params import resolve
 from service.exceptions import DomainError, ImageRefusedError, InvalidQueryError
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
-from storage.columns import Mask
-
-
-@dataclass(frozen=True)
-class TextSide:
-    """A text, embedded by the variant's text tower; ``where`` names it in errors."""
-
-    text: str
-    where: str
-
-
-@dataclass(frozen=True)
-class ImageSide:
-    """An image file (base64 text or bytes), embedded by the variant's image tower."""
-
-    payload: ImagePayload
-
-
-@dataclass(frozen=True)
-class ItemSide:
-    """A stored item: its bundle vector, from either collection of the variant."""
-
-    collection: str
-    item_id: str
-
-
-@dataclass(frozen=True)
-class VectorSide:
-    """The client's own embedding in the variant's space (normalised before use)."""
-
-    values: Sequence[float]
-    where: str
-
-
-QuerySide = TextSide | ImageSide | ItemSide | VectorSide
-
-
-def tower_of(side: QuerySide) -> Tower | None:
-    """The tower that embeds ``side``: ``text``, ``image``, or None for an item or a vector."""
-    if isinstance(side, TextSide):
-        return "text"
-    if isinstance(side, ImageSide):
-        return "image"
-    return None
-
-
-def where_of(side: QuerySide, default: str) -> str:
-    """Where ``side`` sits in the request, for error messages."""
-    if isinstance(side, ImageSide):
-        return side.payload.where
-    if isinstance(side, TextSide | VectorSide):
-        return side.where
-    return default
 
 
 def _can_answer(catalog: Catalog, need: QuerySide | Tower, variant: ServedVariant) -> bool:
@@ -136,133 +94,17 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
 
 
 @dataclass(frozen=True)
-class PageRequest:
-    """What a search asks for besides its query: ``k`` hits from rank ``offset + 1`` on, among
-    the rows ``filter`` keeps (None: all), less the ids in ``exclude``, searched with the
-    ``override``'s search parameters (None: the collection's defaults). ``where`` and
-    ``params_where`` locate the filter and the parameters in the request, for errors."""
-
-    k: int
-    offset: int = 0
-    exclude: Collection[str] = ()
-    filter: Filter | None = None
-    where: str = "filter"
-    override: SearchOverride | None = None
-    params_where: str = "search_params"
-
-    def search_params(self, served: ServedCollection) -> EffectiveParams:
-        """The parameters the search of ``served`` runs with;
-        :class:`~service.exceptions.SearchParamNotApplicableError` when the override does not
-        fit its index."""
-        return resolve(served.collection, self.override, self.params_where)
-
-    def allowed_rows(self, served: ServedCollection) -> Mask | None:
-        """The filter's rows of ``served`` (None without a filter); :class:`InvalidQueryError`
-        when the filter does not fit the collection's fields."""
-        if self.filter is None:
-            return None
-        return filter_mask(self.filter, served.collection, self.where)
-
-    def answer(
-        self,
-        served: ServedCollection,
-        allowed: Mask | None,
-        hits: list[SearchHit],
-        params: EffectiveParams,
-    ) -> SearchPage:
-        """``hits`` with the offset of the page after them (None when they reach the end) and
-        the search ``params`` they were found with.
-
-        A page shorter than ``k`` has none: an exact search returned every remaining row, an
-        approximate index all it found."""
-        keep = kept_rows(served.collection.count, served.collection.row_of, self.exclude, allowed)
-        total = served.collection.count if keep is None else int(np.count_nonzero(keep))
-        end = self.offset + len(hits)
-        # A short page ends the ranking: every kept row of an exact search, all an approximate
-        # index found.
-        more = bool(hits) and end < total and len(hits) >= self.k
-        return SearchPage(hits=hits, next_offset=end if more else None, params=params)
-
-
-@dataclass(frozen=True)
-class SearchPage:
-    """One page of hits, and where the next one starts (None: this page reaches the end)."""
-
-    hits: list[SearchHit]
-    next_offset: int | None
-    params: EffectiveParams = DEFAULT_PARAMS
-
-
-@dataclass(frozen=True, eq=False)
-class PageSearch:
-    """The search of one page, run on a batcher's thread right after its query is embedded (a
-    :class:`service.engine.batcher.GroupedFollowUp`): searches of one collection without a filter
-    that finish encoding in the same batch run as one :func:`service.engine.knn.nearest_many`
-    call."""
-
-    served: ServedCollection
-    page: PageRequest
-    allowed: Mask | None
-    faiss_threads: int
-    params: EffectiveParams
-
-    @property
-    def group(self) -> tuple[int, int, EffectiveParams] | None:
-        """Searches of the same collection (object), thread cap and search parameters, without
-        a filter."""
-        if self.allowed is not None:
-            return None
-        return id(self.served.collection), self.faiss_threads, self.params
-
-    def __call__(self, rows: np.ndarray) -> list[SearchHit]:
-        """The page's hits for the query vector ``rows[0]``."""
-        return nearest(
-            self.served,
-            rows[0],
-            k=self.page.k,
-            exclude=self.page.exclude,
-            faiss_threads=self.faiss_threads,
-            offset=self.page.offset,
-            allowed=self.allowed,
-            params=self.params,
-        )
-
-    def run_together(
-        self, follow_ups: Sequence[GroupedFollowUp], rows: Sequence[np.ndarray]
-    ) -> list[object]:
-        """The hits of every search of the group (``follow_ups``, all :class:`PageSearch` of
-        this group), each for its own ``rows[i][0]``."""
-        searches = [cast("PageSearch", follow_up) for follow_up in follow_ups]
-        pages = [(s.page.k, s.page.offset, s.page.exclude) for s in searches]
-        matrix = np.stack([row[0] for row in rows])
-        found: list[object] = list(
-            nearest_many(self.served, matrix, pages, self.faiss_threads, self.params)
-        )
-        return found
-
-
-_Plan = tuple[ServedVariant, ServedCollection, Mask | None, EffectiveParams]
-"""A bulk search ready to run: its variant, collection, filter rows and search parameters."""
-
-
-@dataclass(frozen=True)
-class SearchJob:
-    """One search of a bulk request; ``where`` locates it there (``searches.3``)."""
-
-    variant: str | None
-    collection: str
-    side: QuerySide
-    page: PageRequest
-    where: str
-
-
-@dataclass(frozen=True)
 class Answer:
     """A search's page and where it came from."""
 
     variant: ServedVariant
     served: ServedCollection
     page: SearchPage
+
+
+_Plan = tuple[ServedVariant, PageSearch]
+"""A bulk search ready to run: its variant, and its page's search (target, filter and search
+parameters checked)."""
 
 
 class Searcher:
@@ -315,26 +157,21 @@ class Searcher:
 
         return catalog.resolve_variant_for(variant_name, fits)
 
-    async def search(
-        self,
-        context: RequestContext,
-        catalog: Catalog,
-        variant: ServedVariant,
-        served: ServedCollection,
-        side: QuerySide,
-        page: PageRequest,
-    ) -> SearchPage:
-        """One page of hits of ``served`` for ``side`` (see :func:`service.engine.knn.nearest` for
-        the tie rule, exclusion, selection and clamping). ``variant`` and ``served`` come from
-        :meth:`target`. The filter and the search parameters are checked and applied before anything
-        is encoded. Raises :class:`NotFoundError` for an unknown item, :class:`InvalidQueryError`
-        for a filter that does not fit the collection, a bad vector or an input without a finite
-        embedding, :class:`SearchParamNotApplicableError` for search parameters the index does not
-        take, :class:`ImageRefusedError`, :class:`OverloadedError` or :class:`ShuttingDownError` as
-        the batchers do."""
-        allowed = page.allowed_rows(served)
-        params = page.search_params(served)
-        find = PageSearch(served, page, allowed, self._faiss_threads, params)
+    async def search(self, context: RequestContext, catalog: Catalog, query: SearchQuery) -> Answer:
+        """One page of hits for ``query`` (see :func:`service.engine.knn.nearest` for the tie
+        rule, exclusion, selection and clamping): its target (:meth:`target`), its filter and
+        search parameters are checked before anything is encoded; the search then runs on the
+        thread that embedded the side (or the pool's, for an item or a vector), where the
+        page's mask is made. Raises :class:`NotFoundError` for an unknown variant, collection
+        or item, :class:`InvalidQueryError` for a filter that does not fit the collection, a bad
+        vector or an input without a finite embedding, :class:`SearchParamNotApplicableError`
+        for search parameters the index does not take, :class:`ImageRefusedError`,
+        :class:`OverloadedError` or :class:`ShuttingDownError` as the batchers do."""
+        side = query.side
+        variant, served = self.target(
+            catalog, query.variant, query.collection, side, query.side_where
+        )
+        find = self._page_search(served, query.page)
         if isinstance(side, TextSide):
             result = await self._encode(context, variant, "text", [side.text], follow_up=find)
         elif isinstance(side, ImageSide):
@@ -343,65 +180,67 @@ class Searcher:
             vector = self._given_vector(catalog, variant, side)
             started = time.perf_counter()
             try:
-                hits = await run_in_threadpool(find, vector[None, :])
+                page = await run_in_threadpool(find, vector[None, :])
             finally:
                 self._record_search(context, served, time.perf_counter() - started)
-            return page.answer(served, allowed, hits, params)
+            return Answer(variant, served, page)
         self._record_search(context, served, result.follow_up_s)
-        return page.answer(served, allowed, cast("list[SearchHit]", result.follow_up), params)
+        return Answer(variant, served, cast("SearchPage", result.follow_up))
+
+    def _page_search(self, served: ServedCollection, page: PageRequest) -> PageSearch:
+        """The search of ``page`` in ``served``, its filter and parameters checked (event loop:
+        no mask is made here)."""
+        if page.filter is not None:
+            check_filter(page.filter, served.collection, page.where)
+        params = resolve(served.collection, page.override, page.params_where)
+        return PageSearch(served, page, self._faiss_threads, params)
 
     async def search_many(
-        self, context: RequestContext, catalog: Catalog, jobs: Sequence[SearchJob]
+        self, context: RequestContext, catalog: Catalog, queries: Sequence[SearchQuery]
     ) -> list[Answer | DomainError]:
         """Many searches in one go, answered in order; a search that fails gets its own domain
         error in its place and the others go on.
 
-        Every target and filter is resolved first; then each variant's texts are encoded in
-        one batcher job (distinct texts once), images one job each, and the unrestricted
-        searches of each collection run as one faiss call (:func:`service.engine.knn.nearest_many`).
-        Refusals that concern the whole request (:class:`OverloadedError`,
-        :class:`ShuttingDownError`) are raised."""
-        outcome: list[Answer | DomainError | None] = [None] * len(jobs)
+        Every target, filter and search parameter is checked first; then each variant's texts
+        are encoded in one batcher job (distinct texts once), images one job each, and the
+        unfiltered searches of each collection run as one faiss call
+        (:func:`service.engine.knn.nearest_many`). Refusals that concern the whole request
+        (:class:`OverloadedError`, :class:`ShuttingDownError`) are raised."""
+        outcome: list[Answer | DomainError | None] = [None] * len(queries)
         planned: dict[int, _Plan] = {}
         vectors: dict[int, np.ndarray] = {}
         started = time.perf_counter()
-        for position, job in enumerate(jobs):
+        for position, query in enumerate(queries):
             try:
                 variant, served = self.target(
-                    catalog,
-                    job.variant,
-                    job.collection,
-                    job.side,
-                    where_of(job.side, f"{job.where}.query.item"),
+                    catalog, query.variant, query.collection, query.side, query.side_where
                 )
-                allowed = job.page.allowed_rows(served)
-                params = job.page.search_params(served)
-                if isinstance(job.side, ItemSide | VectorSide):
-                    vectors[position] = self._given_vector(catalog, variant, job.side)
+                find = self._page_search(served, query.page)
+                if isinstance(query.side, ItemSide | VectorSide):
+                    vectors[position] = self._given_vector(catalog, variant, query.side)
             except DomainError as error:
                 outcome[position] = error
                 continue
-            planned[position] = (variant, served, allowed, params)
+            planned[position] = (variant, find)
         context.add_search_ms((time.perf_counter() - started) * 1000.0)
-        await self._encode_many(context, jobs, planned, vectors, outcome)
+        await self._encode_many(context, queries, planned, vectors, outcome)
         started = time.perf_counter()
         try:
-            pages = await run_in_threadpool(self._search_planned, jobs, planned, vectors)
+            pages = await run_in_threadpool(self._search_planned, planned, vectors)
         finally:
             context.add_search_ms((time.perf_counter() - started) * 1000.0)
-        for position, hits in pages.items():
-            variant, served, allowed, params = planned[position]
-            page = jobs[position].page.answer(served, allowed, hits, params)
-            outcome[position] = Answer(variant, served, page)
+        for position, page in pages.items():
+            variant, find = planned[position]
+            outcome[position] = Answer(variant, find.served, page)
         answers = [answer for answer in outcome if answer is not None]
-        if len(answers) != len(jobs):
+        if len(answers) != len(queries):
             raise RuntimeError("a bulk search was neither answered nor refused")
         return answers
 
     async def _encode_many(
         self,
         context: RequestContext,
-        jobs: Sequence[SearchJob],
+        queries: Sequence[SearchQuery],
         planned: dict[int, _Plan],
         vectors: dict[int, np.ndarray],
         outcome: list[Answer | DomainError | None],
@@ -409,8 +248,8 @@ class Searcher:
         """Fill ``vectors`` for the planned text and image sides; a side that cannot be
         embedded gets its error in ``outcome`` and leaves the plan."""
         texts_of: dict[str, list[int]] = {}
-        for position, (variant, _, _, _) in planned.items():
-            side = jobs[position].side
+        for position, (variant, _) in planned.items():
+            side = queries[position].side
             if isinstance(side, TextSide):
                 texts_of.setdefault(variant.name, []).append(position)
             elif isinstance(side, ImageSide):
@@ -422,7 +261,7 @@ class Searcher:
                     vectors[position] = rows[0]
         for positions in texts_of.values():
             variant = planned[positions[0]][0]
-            texts = list(dict.fromkeys(cast("TextSide", jobs[p].side).text for p in positions))
+            texts = list(dict.fromkeys(cast("TextSide", queries[p].side).text for p in positions))
             try:
                 rows = await self.embed_texts(context, variant, texts)
                 row_of = {text: rows[slot] for slot, text in enumerate(texts)}
@@ -433,40 +272,35 @@ class Searcher:
                     with contextlib.suppress(InvalidQueryError):
                         row_of[text] = (await self.embed_texts(context, variant, [text]))[0]
             for position in positions:
-                text = cast("TextSide", jobs[position].side).text
+                text = cast("TextSide", queries[position].side).text
                 if text in row_of:
                     vectors[position] = row_of[text]
                 else:
                     outcome[position] = InvalidQueryError(
-                        f"{jobs[position].where}.query.text: the text has no finite embedding"
+                        f"{queries[position].where}.query.text: the text has no finite embedding"
                     )
         for position in [p for p in planned if p not in vectors]:
             del planned[position]
 
+    @staticmethod
     def _search_planned(
-        self,
-        jobs: Sequence[SearchJob],
-        planned: dict[int, _Plan],
-        vectors: dict[int, np.ndarray],
-    ) -> dict[int, list[SearchHit]]:
-        """Blocking: the hits of every planned search; the unfiltered searches of one collection
+        planned: dict[int, _Plan], vectors: dict[int, np.ndarray]
+    ) -> dict[int, SearchPage]:
+        """Blocking: the page of every planned search; the unfiltered searches of one collection
         run together, as the searches of one encoder batch do (:class:`PageSearch`)."""
-        found: dict[int, list[SearchHit]] = {}
+        found: dict[int, SearchPage] = {}
         groups: dict[object, list[int]] = {}
-        searches: dict[int, PageSearch] = {}
-        for position, (_, served, allowed, params) in planned.items():
-            search = PageSearch(served, jobs[position].page, allowed, self._faiss_threads, params)
-            searches[position] = search
-            if search.group is None:
-                found[position] = search(vectors[position][None, :])
+        for position, (_, find) in planned.items():
+            if find.group is None:
+                found[position] = find(vectors[position][None, :])
             else:
-                groups.setdefault(search.group, []).append(position)
+                groups.setdefault(find.group, []).append(position)
         for positions in groups.values():
-            together = [searches[position] for position in positions]
+            together = [planned[position][1] for position in positions]
             rows = [vectors[position][None, :] for position in positions]
-            hits = together[0].run_together(together, rows)
-            for position, page_hits in zip(positions, hits, strict=True):
-                found[position] = cast("list[SearchHit]", page_hits)
+            pages = together[0].run_together(together, rows)
+            for position, page in zip(positions, pages, strict=True):
+                found[position] = cast("SearchPage", page)
         return found
 
     # -- score and embed --------------------------------------------------------------------------

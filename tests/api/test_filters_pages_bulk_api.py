@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.http.schemas import BulkSearchResponse
+from service.http.schemas.bulk import BulkSearchResponse
 from tests.fakes.fake_bundles import CAPTIONS, caption_id
 
 SURF = CAPTIONS[1]

@@ -15,7 +15,7 @@ from service.engine.catalog import VariantEncoders
 from service.http.app import create_app
 from service.http.dependencies import ContextDep, StateDep
 from service.http.routes.json_route import JsonRoute
-from service.http.schemas import SearchRequest
+from service.http.schemas.search import SearchRequest
 from service.settings import Settings
 from tests.fakes.fake_encoders import FakeTextEncoder
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.http.schemas import SearchResponse
+from service.http.schemas.search import SearchResponse
 from tests.fakes.fake_bundles import CAPTIONS, caption_id
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder
 

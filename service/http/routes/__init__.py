@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.http.schemas import ErrorResponse
+from service.http.schemas.error_body import ErrorResponse
 
 _DESCRIPTIONS = {
     401: "No API key sent where the server needs one (unauthorized), with WWW-Authenticate.",

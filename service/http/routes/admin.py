@@ -12,7 +12,7 @@ from service.exceptions import BundleRejectedError, NotFoundError, quoted
 from service.http.dependencies import StateDep
 from service.http.errors import ErrorCode, ServiceError, code_of
 from service.http.routes import error_responses
-from service.http.schemas import ReloadedBundle, ReloadRequest, ReloadResponse
+from service.http.schemas.admin import ReloadedBundle, ReloadRequest, ReloadResponse
 from service.lifecycle.reloading import reload_here
 
 logger = logging.getLogger("crisscross.service")

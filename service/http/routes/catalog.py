@@ -7,13 +7,13 @@ from typing import Annotated, cast
 
 from fastapi import APIRouter, Header, Query, Response
 
+from service.engine.query import ItemSide
 from service.engine.search_params import default_params, index_kind, on_disk
-from service.engine.searcher import ItemSide, Searcher
+from service.engine.searcher import Searcher
 from service.exceptions import NotFoundError, quoted
 from service.http.dependencies import CatalogDep, StateDep
 from service.http.routes import AUTH_ERRORS, error_responses
-from service.http.schemas import (
-    AppliedSearchParams,
+from service.http.schemas.catalog import (
     BatchingInfo,
     CollectionInfo,
     CollectionsResponse,
@@ -23,6 +23,7 @@ from service.http.schemas import (
     VariantInfo,
     VariantsResponse,
 )
+from service.http.schemas.search import AppliedSearchParams
 
 router = APIRouter(tags=["catalog"])
 

@@ -8,7 +8,7 @@ from service.engine.images import ImagePayload
 from service.http.dependencies import CatalogDep, ContextDep, StateDep, require_json
 from service.http.routes import JSON_BODY_ERRORS
 from service.http.routes.json_route import JsonRoute
-from service.http.schemas import EmbedImages, EmbedRequest, EmbedResponse
+from service.http.schemas.embed import EmbedImages, EmbedRequest, EmbedResponse
 
 router = APIRouter(tags=["embed"], route_class=JsonRoute)
 
@@ -25,7 +25,6 @@ async def embed(
 ) -> EmbedResponse:
     """Float32 embeddings ``[n, dim]`` (L2-normalised rows) of ``texts`` (one encoder call) or
     of ``images`` (base64 files; decoded, then embedded), in request order."""
-    body.check_limits(state.settings)
     tower = "image" if isinstance(body, EmbedImages) else "text"
     variant = catalog.resolve_variant_for(body.variant, lambda served: tower in served.towers)
     if isinstance(body, EmbedImages):

@@ -7,7 +7,7 @@ from fastapi.responses import Response
 
 from service.http.dependencies import StateDep
 from service.http.routes import error_responses
-from service.http.schemas import StatusResponse
+from service.http.schemas.health import StatusResponse
 
 router = APIRouter(tags=["operations"])
 

@@ -14,7 +14,9 @@ errors are the same:
 1. a body not declared JSON: 415 (:func:`~service.http.dependencies.require_json`);
 2. a body that is not JSON: 422 ``body is not valid JSON``;
 3. not ready: 503 (the catalog dependency);
-4. a body that does not fit the schema: 422 naming each field, as FastAPI's handler would.
+4. a body that does not fit the schema: 422 naming each field, as FastAPI's handler would;
+5. a body over a settings limit: 422 or 413 (:func:`service.http.limits.check_limits`), before
+   the endpoint runs, so no endpoint checks limits itself.
 
 The signature is checked once, when the route is built: an endpoint that takes anything else
 fails the app's construction, never a request.
@@ -43,6 +45,7 @@ from service.http.dependencies import (
     require_json,
     state_of,
 )
+from service.http.limits import check_limits
 from service.lifecycle.state import ServiceState
 
 _MEDIA_TYPE = "application/json"
@@ -118,6 +121,7 @@ class JsonRoute(APIRoute):
             arguments = {name: resolve(request, state) for name, resolve in resolvers.items()}
             if schema_errors:
                 raise RequestValidationError(schema_errors)
+            check_limits(body, state.settings)
             result = await endpoint(**{body_name: body}, **arguments)
             if isinstance(result, Response):
                 return result

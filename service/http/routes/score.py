@@ -9,7 +9,8 @@ from fastapi import APIRouter, Depends
 from service.http.dependencies import CatalogDep, ContextDep, StateDep, require_json
 from service.http.routes import JSON_BODY_ERRORS
 from service.http.routes.json_route import JsonRoute
-from service.http.schemas import ScoreRequest, ScoreResponse, Timings
+from service.http.schemas.score import ScoreRequest, ScoreResponse
+from service.http.schemas.search import Timings
 
 router = APIRouter(tags=["score"], route_class=JsonRoute)
 
@@ -33,7 +34,6 @@ async def score(
     side whose tower the variant lacks (422) and unknown items (404) are refused before anything
     is decoded or encoded; images are decoded and embedded before any text is encoded.
     """
-    body.check_limits(state.settings)
     sides = body.core_sides()
     variant = state.searcher.variant_for(catalog, body.variant, sides)
     vectors, versions = await state.searcher.vectors(context, catalog, variant, sides)

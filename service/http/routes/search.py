@@ -11,9 +11,9 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
-from service.engine.catalog import ServedCollection, ServedVariant
 from service.engine.images import ImagePayload, refuse_oversized_file
-from service.engine.searcher import ImageSide, SearchPage, where_of
+from service.engine.query import ImageSide, SearchQuery
+from service.engine.searcher import Answer
 from service.exceptions import DomainError, ImageRefusedError, quoted
 from service.http.dependencies import (
     CatalogDep,
@@ -23,12 +23,11 @@ from service.http.dependencies import (
     require_multipart,
 )
 from service.http.errors import ErrorCode, ServiceError, item_error, validation_message
+from service.http.limits import check_limits
 from service.http.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses
 from service.http.routes.json_route import JsonRoute
-from service.http.schemas import (
-    BulkSearchRequest,
-    BulkSearchResponse,
-    SearchOptions,
+from service.http.schemas.bulk import BulkSearchRequest, BulkSearchResponse
+from service.http.schemas.search import (
     SearchRequest,
     SearchResponse,
     SearchUploadForm,
@@ -48,10 +47,9 @@ _UPLOAD_PLAIN_FIELDS = 7
 _UPLOAD_FIELD_MAX_BYTES = 64 * 1024
 
 
-def _page_result(
-    variant: ServedVariant, served: ServedCollection, include_metadata: bool, page: SearchPage
-) -> dict[str, Any]:
-    # Plain dicts, validated in one call by the caller: a third cheaper than a model per hit.
+def _page_result(answer: Answer, include_metadata: bool) -> dict[str, Any]:
+    # Plain dicts, serialised without a validation pass: a third cheaper than a model per hit.
+    variant, served, page = answer.variant, answer.served, answer.page
     return {
         "results": [
             {
@@ -82,14 +80,8 @@ def _timings(context: RequestContext) -> dict[str, float]:
     }
 
 
-def _response(
-    context: RequestContext,
-    variant: ServedVariant,
-    served: ServedCollection,
-    options: SearchOptions,
-    page: SearchPage,
-) -> Response:
-    document = _page_result(variant, served, options.include_metadata, page)
+def _response(context: RequestContext, answer: Answer, include_metadata: bool) -> Response:
+    document = _page_result(answer, include_metadata)
     document["timings_ms"] = _timings(context)
     # Plain values of known types, serialised in pydantic's core without a validation pass
     # (validating the model took a tenth of the event loop's time per search); the contract
@@ -116,13 +108,8 @@ async def search(
     Limits are checked before anything is decoded or encoded: a base64 image over
     ``max_image_bytes`` is 413, an image query on a variant without an image tower 422. Images
     larger than the JSON body limit allows go to ``POST /v1/search/upload``."""
-    body.check_limits(state.settings)
-    side = body.query.side("query")
-    variant, served = state.searcher.target(
-        catalog, body.variant, body.collection, side, where_of(side, "query.item")
-    )
-    page = await state.searcher.search(context, catalog, variant, served, side, body.page())
-    return _response(context, variant, served, body, page)
+    answer = await state.searcher.search(context, catalog, body.to_query())
+    return _response(context, answer, body.include_metadata)
 
 
 @router.post(
@@ -145,18 +132,15 @@ async def search_bulk(
     overloaded encoder refuses the whole request (503). Texts are encoded together and
     searches of one collection run as one faiss call, so a bulk request costs far less than as
     many single ones."""
-    body.check_limits(state.settings)
     body.check_vector_lengths({variant.dim for variant in catalog.variants})
-    answers = await state.searcher.search_many(context, catalog, body.jobs())
+    answers = await state.searcher.search_many(context, catalog, body.queries())
     items: list[dict[str, Any]] = []
     for search, answer in zip(body.searches, answers, strict=True):
         if isinstance(answer, DomainError):
             status, error = item_error(answer)
             items.append({"status": status, "result": None, "error": error})
         else:
-            result = _page_result(
-                answer.variant, answer.served, search.include_metadata, answer.page
-            )
+            result = _page_result(answer, search.include_metadata)
             items.append({"status": 200, "result": result, "error": None})
     # Built here from plain values of known types and serialised without a validation pass: at
     # 256 searches x k=1000 validating the response model took 0.8 s, serialising it 0.14 s.
@@ -256,8 +240,9 @@ async def search_upload(
         max_part_size=_UPLOAD_FIELD_MAX_BYTES,
     ) as form:
         upload, options = _upload_form(form)
-        options.check_limits(settings)
-        variant, served = state.searcher.target(
+        check_limits(options, settings)
+        # Refused before the file is read: a collection or variant that cannot take an image.
+        state.searcher.target(
             catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
         )
         try:
@@ -266,6 +251,11 @@ async def search_upload(
             state.metrics.images_refused.labels(error.reason).inc()
             raise
         data = await upload.read()
-    side = ImageSide(ImagePayload(UPLOAD_FILE_FIELD, data))
-    page = await state.searcher.search(context, catalog, variant, served, side, options.page())
-    return _response(context, variant, served, options, page)
+    query = SearchQuery(
+        variant=options.variant,
+        collection=options.collection,
+        side=ImageSide(ImagePayload(UPLOAD_FILE_FIELD, data)),
+        page=options.page(),
+    )
+    answer = await state.searcher.search(context, catalog, query)
+    return _response(context, answer, options.include_metadata)

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 from formats.field_types import timestamp_micros
 from service.engine.catalog import ServedCollection
 from service.engine.filter_grammar import Filter
-from service.engine.filtering import filter_mask
+from service.engine.filtering import check_filter, filter_mask
 from service.engine.knn import nearest
 from service.exceptions import InvalidQueryError
 from storage.columns import build_columns, infer_fields
@@ -214,4 +214,4 @@ def test_hnsw_recall_against_exact_filtered_search_is_measured() -> None:
 def test_a_filter_on_a_collection_without_fields_names_none() -> None:
     bare = served(VECTORS, [{} for _ in range(ROWS)], FLAT)
     with pytest.raises(InvalidQueryError, match=r"unknown field 'brand' .*\(its fields: none\)"):
-        filter_mask(FILTER.validate_python({"field": "brand", "eq": "x"}), bare.collection)
+        check_filter(FILTER.validate_python({"field": "brand", "eq": "x"}), bare.collection)

@@ -19,18 +19,18 @@ import pytest
 from service.engine.catalog import Catalog, ServedCollection, ServedVariant, VariantEncoders
 from service.engine.images import ImagePayload, image_limits
 from service.engine.knn import SearchHit
-from service.engine.searcher import (
+from service.engine.query import (
     ImageSide,
     ItemSide,
     PageRequest,
     QuerySide,
-    Searcher,
+    SearchQuery,
     TextSide,
     VectorSide,
-    normalised_query_vector,
     tower_of,
     where_of,
 )
+from service.engine.searcher import Searcher, normalised_query_vector
 from service.exceptions import ImageRefusedError, InvalidQueryError, NotFoundError
 from service.lifecycle.loading import load_catalog
 from service.metrics import ServiceMetrics
@@ -82,12 +82,9 @@ class Deployment:
             self.searcher.search(
                 RequestContext("test"),
                 self.catalog,
-                self.variant,
-                self.collection(collection),
-                side,
-                PageRequest(k=k),
+                SearchQuery(None, collection, side, PageRequest(k=k)),
             )
-        ).hits
+        ).page.hits
 
     @staticmethod
     def run(work: Coroutine[Any, Any, T]) -> T:
@@ -271,10 +268,7 @@ def test_a_text_search_times_queue_encode_and_search(deployment: Deployment) -> 
         deployment.searcher.search(
             context,
             deployment.catalog,
-            deployment.variant,
-            deployment.collection("captions"),
-            TextSide("a dog", "query.text"),
-            PageRequest(k=3),
+            SearchQuery(None, "captions", TextSide("a dog", "query.text"), PageRequest(k=3)),
         )
     )
     assert context.queue_ms is not None
@@ -295,12 +289,14 @@ def test_an_item_search_has_no_queue_or_encode_time(deployment: Deployment) -> N
         deployment.searcher.search(
             context,
             deployment.catalog,
-            deployment.variant,
-            deployment.collection("captions"),
-            ItemSide("captions", caption_id(0)),
-            PageRequest(k=2, exclude={caption_id(0)}),
+            SearchQuery(
+                None,
+                "captions",
+                ItemSide("captions", caption_id(0)),
+                PageRequest(k=2, exclude={caption_id(0)}),
+            ),
         )
-    ).hits
+    ).page.hits
     assert caption_id(0) not in [hit.item_id for hit in hits]
     assert (context.queue_ms, context.encode_ms, context.decode_ms) == (None, None, None)
     assert context.search_ms is not None

@@ -9,9 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from service.engine.search_params import SearchOverride
-from service.http.errors import ErrorCode, ServiceError
-from service.http.schemas import SearchParams, SearchRequest, SearchUploadForm
-from service.settings import Settings
+from service.http.schemas.search import SearchRequest, SearchUploadForm
 
 QUERY = {"query": {"text": "a dog"}, "collection": "captions"}
 
@@ -57,16 +55,17 @@ def test_malformed_search_params_are_refused(params: dict[str, Any]) -> None:
         SearchRequest.model_validate({**QUERY, "search_params": params})
 
 
-def test_limits_are_settings() -> None:
-    settings = Settings(max_nprobe=8, max_ef_search=100)
-    SearchParams(nprobe=8, ef_search=100).check_limits("search_params", settings)
-    with pytest.raises(ServiceError, match=r"search_params\.nprobe: 9 is more than max_nprobe=8"):
-        SearchParams(nprobe=9).check_limits("search_params", settings)
-    with pytest.raises(ServiceError, match="max_ef_search=100") as caught:
-        SearchRequest.model_validate({**QUERY, "search_params": {"ef_search": 101}}).check_limits(
-            settings
-        )
-    assert caught.value.code is ErrorCode.INVALID_INPUT
+def test_a_search_becomes_one_engine_query_located_in_its_request() -> None:
+    request = SearchRequest.model_validate({**QUERY, "filter": {"field": "a", "exists": True}})
+    query = request.to_query("searches.2")
+    assert query.where == "searches.2"
+    assert query.side_where == "searches.2.query.text"
+    item = SearchRequest.model_validate(
+        {**QUERY, "query": {"item": {"collection": "c", "id": "i"}}}
+    )
+    assert item.to_query().side_where == "query.item"
+    assert query.page.where == "searches.2.filter"
+    assert request.to_query().page.params_where == "search_params"
 
 
 def test_bulk_pages_locate_their_parameters() -> None:

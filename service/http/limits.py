@@ -1,0 +1,159 @@
+"""Request limits: the one place a validated request is held to the settings' limits.
+
+The models (:mod:`service.http.schemas`) check what does not depend on settings; what does —
+``max_k``, ``max_offset``, ``max_exclude``, ``max_nprobe``, ``max_ef_search``, the filter's size,
+text lengths, the number of searches, pairs, texts and images, a base64 image's length — is
+checked here, once per request, by :func:`check_limits`, before anything is decoded, encoded or
+searched: the JSON routes' handler (:class:`service.http.routes.json_route.JsonRoute`) calls it
+right after validating the body, the upload route after reading its form. Every refusal names
+where in the request it is (``searches.3.query.text``): 422 ``invalid_input``, or 413
+``payload_too_large`` for a base64 image longer than ``max_image_bytes`` allows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel
+
+from service.engine.filter_grammar import check_filter_limits
+from service.engine.images import check_base64_length
+from service.http.errors import ErrorCode, ServiceError
+from service.http.schemas.bulk import BulkSearchRequest
+from service.http.schemas.embed import EmbedImages, EmbedTexts
+from service.http.schemas.queries import ImageQuery, QueryInput, TextQuery
+from service.http.schemas.score import ScoreRequest
+from service.http.schemas.search import (
+    SearchOptions,
+    SearchParams,
+    SearchRequest,
+    SearchUploadForm,
+)
+from service.settings import Settings
+
+
+def _refuse(message: str) -> ServiceError:
+    return ServiceError(ErrorCode.INVALID_INPUT, message)
+
+
+def text_too_long(where: str, text: str, max_text_chars: int) -> ServiceError | None:
+    """The invalid_input error of a text at ``where`` longer than ``max_text_chars``, or None."""
+    if len(text) > max_text_chars:
+        return _refuse(
+            f"{where}: {len(text)} characters, more than max_text_chars={max_text_chars}"
+        )
+    return None
+
+
+def check_page_limits(k: int, offset: int, *, max_k: int, max_offset: int, where: str = "") -> None:
+    """Raise invalid_input when ``k`` or ``offset`` is past its limit."""
+    if k > max_k:
+        raise _refuse(f"{where}k: {k} is more than max_k={max_k}")
+    if offset > max_offset:
+        raise _refuse(f"{where}offset: {offset} is more than max_offset={max_offset}")
+
+
+def _check_count(where: str, count: int, what: str, setting: str, limit: int) -> None:
+    if count > limit:
+        raise _refuse(f"{where}: {count} {what}, more than {setting}={limit}")
+
+
+def _check_side(where: str, query: QueryInput, settings: Settings) -> None:
+    if isinstance(query, TextQuery) and (
+        error := text_too_long(f"{where}.text", query.text, settings.max_text_chars)
+    ):
+        raise error
+    if isinstance(query, ImageQuery):
+        check_base64_length(f"{where}.image", query.image, settings)
+
+
+def _check_search_params(where: str, params: SearchParams, settings: Settings) -> None:
+    if params.nprobe is not None and params.nprobe > settings.max_nprobe:
+        raise _refuse(
+            f"{where}.nprobe: {params.nprobe} is more than max_nprobe={settings.max_nprobe}"
+        )
+    if params.ef_search is not None and params.ef_search > settings.max_ef_search:
+        raise _refuse(
+            f"{where}.ef_search: {params.ef_search} is more than "
+            f"max_ef_search={settings.max_ef_search}"
+        )
+
+
+def _check_options(options: SearchOptions, settings: Settings, prefix: str = "") -> None:
+    check_page_limits(
+        options.k,
+        options.offset,
+        max_k=settings.max_k,
+        max_offset=settings.max_offset,
+        where=prefix,
+    )
+    if options.filter is not None:
+        check_filter_limits(f"{prefix}filter", options.filter, settings)
+    _check_count(
+        f"{prefix}exclude", len(options.exclude), "ids", "max_exclude", settings.max_exclude
+    )
+    if options.search_params is not None:
+        _check_search_params(f"{prefix}search_params", options.search_params, settings)
+
+
+def _check_search(request: SearchRequest, settings: Settings, prefix: str = "") -> None:
+    _check_options(request, settings, prefix)
+    _check_side(f"{prefix}query", request.query, settings)
+
+
+def _check_bulk(request: BulkSearchRequest, settings: Settings) -> None:
+    searches = request.searches
+    _check_count(
+        "searches", len(searches), "searches", "max_bulk_searches", settings.max_bulk_searches
+    )
+    images = sum(isinstance(search.query, ImageQuery) for search in searches)
+    _check_images("searches", images, settings)
+    for index, search in enumerate(searches):
+        _check_search(search, settings, f"searches.{index}.")
+
+
+def _check_images(where: str, count: int, settings: Settings) -> None:
+    _check_count(where, count, "images", "max_images_per_request", settings.max_images_per_request)
+
+
+def _check_score(request: ScoreRequest, settings: Settings) -> None:
+    _check_count("pairs", len(request.pairs), "pairs", "max_score_pairs", settings.max_score_pairs)
+    sides = request.sides()
+    _check_images("pairs", sum(isinstance(side, ImageQuery) for _, side in sides), settings)
+    for where, side in sides:
+        _check_side(where, side, settings)
+
+
+def _check_embed_texts(request: EmbedTexts, settings: Settings) -> None:
+    texts = request.texts
+    _check_count("texts", len(texts), "texts", "max_embed_inputs", settings.max_embed_inputs)
+    for index, text in enumerate(texts):
+        if error := text_too_long(f"texts.{index}", text, settings.max_text_chars):
+            raise error
+
+
+def _check_embed_images(request: EmbedImages, settings: Settings) -> None:
+    _check_images("images", len(request.images), settings)
+    for index, image in enumerate(request.images):
+        check_base64_length(f"images.{index}", image, settings)
+
+
+_CHECKS: dict[type[BaseModel], Callable[[Any, Settings], None]] = {
+    SearchRequest: _check_search,
+    SearchUploadForm: _check_options,
+    BulkSearchRequest: _check_bulk,
+    ScoreRequest: _check_score,
+    EmbedTexts: _check_embed_texts,
+    EmbedImages: _check_embed_images,
+}
+
+
+def check_limits(request: BaseModel, settings: Settings) -> None:
+    """Hold ``request`` to the settings' limits (see the module); a request type without
+    limits passes. Raises :class:`ServiceError` (422), or a domain error the HTTP layer maps:
+    :class:`~service.exceptions.InvalidQueryError` (422) for a filter over its size,
+    :class:`~service.exceptions.ImageRefusedError` (413) for a base64 image too long."""
+    check = _CHECKS.get(type(request))
+    if check is not None:
+        check(request, settings)

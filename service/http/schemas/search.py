@@ -1,0 +1,267 @@
+"""``POST /v1/search`` and ``POST /v1/search/upload``: the request, its page and search
+parameters, and the answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypedDict
+
+from service.engine.filter_grammar import Filter
+from service.engine.query import (
+    PageRequest,
+    SearchQuery,
+)
+from service.engine.search_params import SearchOverride
+from service.http.schemas.queries import QueryInput
+from service.http.schemas.wire import (
+    EXAMPLE_CAPTION_ID,
+    EXAMPLE_ITEM,
+    JsonInteger,
+    StrictRequest,
+    json_object,
+)
+
+
+class SearchParams(StrictRequest):
+    """Per-search parameters of an approximate index, or an exact search instead of it."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"nprobe": 32}, {"ef_search": 128}, {"exact": True}]}
+    )
+
+    nprobe: JsonInteger | None = Field(
+        default=None,
+        ge=1,
+        description="Inverted lists an IVF index scans (1..max_nprobe and at most the index's "
+        "nlist); more finds more of the exact answers, slower. 422 "
+        "search_param_not_applicable on an index that is not IVF.",
+    )
+    ef_search: JsonInteger | None = Field(
+        default=None,
+        ge=1,
+        description="Candidates an HNSW index explores (1..max_ef_search); more finds more of "
+        "the exact answers, slower. 422 search_param_not_applicable on an index that is not "
+        "HNSW.",
+    )
+    exact: bool = Field(
+        default=False,
+        description="Search the stored vectors exactly (the answers of a flat index, same tie "
+        "rule), whatever the index is; not with nprobe or ef_search.",
+    )
+
+    @model_validator(mode="after")
+    def _exact_alone(self) -> SearchParams:
+        if self.exact and (self.nprobe is not None or self.ef_search is not None):
+            raise ValueError("'exact' cannot be combined with 'nprobe' or 'ef_search'")
+        return self
+
+    def override(self) -> SearchOverride:
+        """The search core's view of these parameters."""
+        return SearchOverride(nprobe=self.nprobe, ef_search=self.ef_search, exact=self.exact)
+
+
+class SearchOptions(StrictRequest):
+    """What a search asks for besides its query (shared by the JSON and the upload route)."""
+
+    collection: str = Field(
+        min_length=1,
+        description="Collection to search: its qualified name '<bundle>:<collection>' "
+        "(GET /v1/collections), or its bare name when one served collection of that name can "
+        "answer the query (else 422 listing the choices).",
+        examples=["captions", "coco-captions:captions"],
+    )
+    k: JsonInteger = Field(
+        default=10,
+        ge=1,
+        description="Results wanted, 1..max_k. More than the collection holds returns all of it.",
+    )
+    variant: str | None = Field(default=None, description="Encoder variant; default if omitted.")
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Ids left out of the results (e.g. the query item); unknown ids are ignored.",
+    )
+    include_metadata: bool = Field(
+        default=True,
+        description="Return each hit's metadata; false makes large-k responses several times "
+        "smaller (evaluation clients need ids and scores only).",
+    )
+    offset: JsonInteger = Field(
+        default=0,
+        ge=0,
+        description="Skip this many best results: the page holds ranks offset+1..offset+k, in "
+        "the same order as one deeper search (score, then bundle row), so the response's "
+        "next_offset continues it exactly. At most max_offset.",
+    )
+    filter: Filter | None = Field(
+        default=None,
+        description="Only items this metadata filter keeps (fields and types: "
+        "GET /v1/collections). A leaf tests one field: eq, in, range (gt/gte/lt/lte) or "
+        "exists; and/or/not combine filters.",
+        examples=[
+            {
+                "and": [
+                    {"field": "category", "in": ["shoes", "bags"]},
+                    {"field": "price", "range": {"gte": 10, "lt": 50}},
+                ]
+            }
+        ],
+    )
+
+    search_params: SearchParams | None = Field(
+        default=None,
+        description="Override the collection's search parameters for this search (its "
+        "defaults: GET /v1/collections): nprobe for an IVF index, ef_search for an HNSW one, "
+        "or exact=true for the exact answers whatever the index. Omitted: the defaults.",
+        examples=[{"nprobe": 32}, {"exact": True}],
+    )
+
+    def page(self, where: str = "filter") -> PageRequest:
+        """The page this request asks for, as the search core takes it; ``where`` locates its
+        filter (``searches.3.filter``), and its search parameters beside it."""
+        return PageRequest(
+            k=self.k,
+            offset=self.offset,
+            exclude=frozenset(self.exclude),
+            filter=self.filter,
+            where=where,
+            override=None if self.search_params is None else self.search_params.override(),
+            params_where=where.removesuffix("filter") + "search_params",
+        )
+
+
+class SearchRequest(SearchOptions):
+    """``POST /v1/search``: the ``k`` nearest items of ``collection`` to ``query``."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"query": {"text": "a dog on a couch"}, "collection": "captions", "k": 10},
+                {
+                    "query": {"item": EXAMPLE_ITEM},
+                    "collection": "captions",
+                    "k": 10,
+                    "exclude": [EXAMPLE_CAPTION_ID],
+                    "include_metadata": False,
+                },
+            ]
+        }
+    )
+
+    query: QueryInput
+
+    def to_query(self, where: str = "") -> SearchQuery:
+        """This search as the engine takes it; ``where`` locates it in a larger request
+        (``searches.3``)."""
+        prefix = f"{where}." if where else ""
+        return SearchQuery(
+            variant=self.variant,
+            collection=self.collection,
+            side=self.query.side(f"{prefix}query"),
+            page=self.page(f"{prefix}filter"),
+            where=where,
+        )
+
+
+class SearchUploadForm(SearchOptions):
+    """The form fields of ``POST /v1/search/upload`` (besides the ``file`` part).
+
+    Form values arrive as strings, so this model converts them (``k=5``,
+    ``include_metadata=false``); ``exclude`` may repeat. Unknown fields are refused.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=False, frozen=True)
+
+    search_params: Annotated[SearchParams | None, BeforeValidator(json_object)] = Field(
+        default=None,
+        description="As in POST /v1/search, sent as a JSON object in the form field, e.g. "
+        '{"nprobe": 32}.',
+    )
+    filter: SkipJsonSchema[None] = Field(
+        default=None,
+        exclude=True,
+        description="Not a form field: a filtered image search sends the image in base64 to "
+        "POST /v1/search or /v1/search/bulk.",
+    )
+
+
+class Timings(BaseModel):
+    """Server-side stage times of one request, in milliseconds."""
+
+    decode: float = Field(
+        default=0.0, description="Image decoding: base64 and pixels (0 when no image was sent)."
+    )
+    queue: float = Field(
+        default=0.0,
+        description="Waiting in the encoder's queue for a micro-batch to start (0 when nothing "
+        "was encoded).",
+    )
+    encode: float = Field(
+        description="The encoder call of the micro-batch that held this request's inputs (0 "
+        "when nothing was encoded)."
+    )
+    search: float = Field(description="faiss search and stored-vector lookups.")
+    total: float = Field(description="From arrival to the response being built.")
+
+
+class AppliedSearchParams(TypedDict, total=False):
+    """The search parameters a search ran with: ``nprobe`` (IVF) or ``ef_search`` (HNSW), or
+    ``exact``; ``{}`` for a flat index searched as it is."""
+
+    nprobe: Annotated[int, Field(description="Inverted lists scanned (IVF).")]
+    ef_search: Annotated[int, Field(description="Candidates explored (HNSW).")]
+    exact: Annotated[bool, Field(description="True: the stored vectors were searched exactly.")]
+
+
+class SearchResult(BaseModel):
+    """One hit: ``score`` is the cosine similarity, ``rank`` 1-based."""
+
+    id: str
+    score: float
+    rank: int
+    metadata: dict[str, Any] | None = Field(
+        default=None, description="Item metadata; null when the request set include_metadata=false."
+    )
+
+
+class SearchResponse(BaseModel):
+    """Hits ordered by score descending, then bundle row ascending (the tie rule)."""
+
+    results: list[SearchResult]
+    collection: str
+    variant: str
+    bundle: str
+    bundle_version: str
+    next_offset: int | None = Field(
+        default=None,
+        description="The offset of the next page; null when this page reaches the last result.",
+    )
+    search_params: AppliedSearchParams = Field(
+        default_factory=lambda: AppliedSearchParams(),
+        description="The search parameters used (the collection's defaults unless the request "
+        "overrode them); {} for a flat index.",
+    )
+    timings_ms: Timings
+
+
+class SearchPageResult(BaseModel):
+    """One search's answer in a bulk response (a search response without timings)."""
+
+    results: list[SearchResult]
+    collection: str
+    variant: str
+    bundle: str
+    bundle_version: str
+    next_offset: int | None
+    search_params: AppliedSearchParams = Field(
+        default_factory=lambda: AppliedSearchParams(),
+        description="The search parameters used; {} for a flat index.",
+    )
