@@ -254,4 +254,4 @@ sweep: ## recall vs latency of COLLECTION's IVF/HNSW index at URL over QUERIES s
 
 .PHONY: scale-report
 scale-report: ## index kinds at scale on synthetic embeddings -> reports/scale (SCALES=1000000,10000000 PHASE=all|build|measure|report)
-	$(PY) scripts/scale_simulation.py --scales $(or $(SCALES),1000000) --phase $(or $(PHASE),all)
+	$(PY) -m studies.scale_simulation --scales $(or $(SCALES),1000000) --phase $(or $(PHASE),all)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `make bench`: the bare in-process throughput of encoder + faiss first (no service running, so
-# the two never share the CPUs), then the live service under closed-loop and open-loop load up to
-# twice its saturation rate, and the efficiency ratio between the two.
+# `make bench`: the bare in-process throughput of the service's own engine first (its encoder and
+# search in the batches the service forms, no HTTP; no service running, so the two never share the
+# CPUs), then the live service under closed-loop and open-loop load up to twice its saturation
+# rate, and the efficiency ratio between the two.
 set -euo pipefail
 PY=${PY:-.venv/bin/python}
 DATA=${DATA:-../shared/data}
@@ -18,9 +19,10 @@ PORT=${BENCH_PORT:-$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.
 URL="http://127.0.0.1:${PORT}"
 
 mkdir -p "$BENCH_DIR"
-# Each mode (one thread, 40, one per core; for 1 and for one-per-core onnxruntime threads) runs
-# up to 4000 queries or 12 s: short runs on a shared machine let one fast or slow second decide
-# the ratio.
+# Each mode (one thread with lone queries; the service's encoder_workers threads and one per core
+# with full batches; for 1 and for one-per-core onnxruntime threads) runs up to 4000 queries or
+# 12 s: short runs on a shared machine let one fast or slow second decide the ratio. CRISSCROSS_*
+# variables set by the caller reach it as they reach the service.
 "$PY" scripts/bench_inprocess.py --variant "$VARIANT_DIR" --bundle "$BUNDLE_DIR" \
     --data "$DATA" --split "$SPLIT" --queries 4000 --max-seconds 12 --out "$BENCH_DIR/inprocess.json"
 

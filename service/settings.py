@@ -56,11 +56,20 @@ class Settings(BaseSettings):
         hide_input_in_errors=True,
     )
 
-    host: str = Field(default="127.0.0.1", description="Interface uvicorn listens on.")
-    port: int = Field(default=8000, ge=1, le=65535, description="TCP port uvicorn listens on.")
+    host: str = Field(
+        default="127.0.0.1",
+        description=(
+            "Interface the server listens on. A host that is not loopback needs read_keys (or "
+            "allow_unauthenticated_public), else the service refuses to start."
+        ),
+    )
+    port: int = Field(default=8000, ge=1, le=65535, description="TCP port the server listens on.")
     bundles_root: Path = Field(
         default=Path("artifacts/bundles"),
-        description="Folder holding <name>/<version>/ bundles and their CURRENT pointers.",
+        description=(
+            "Folder holding the bundles, each <name>/<version>/ with a CURRENT pointer naming "
+            "the version served."
+        ),
     )
     bundles: Annotated[list[str] | None, NoDecode] = Field(
         default=None,
@@ -95,20 +104,17 @@ class Settings(BaseSettings):
         default=1,
         ge=0,
         description=(
-            "onnxruntime intra-op threads per encoder; 0 = runtime's choice (one per core). "
-            "Each encoder runs on encoder_workers batcher threads, so 1 leaves the other cores "
-            "to faiss and HTTP: on 2 CPU cores, text search under load answered 26 requests/s "
-            "with 1 thread against 15 with the runtime's choice. Raise it where cores are plenty."
+            "onnxruntime intra-op threads per encoder session; 0 = onnxruntime's choice (one per "
+            "core). Each encoder already runs on encoder_workers threads, so 1 leaves the other "
+            "cores to faiss and HTTP; raise it where cores are plenty."
         ),
     )
     faiss_threads: int = Field(
         default=1,
         ge=0,
         description=(
-            "OpenMP threads of each faiss search, set on the worker thread that runs it; 0 = "
-            "faiss's default (one per core). 1 suits one-query searches running side by side: "
-            "on 2 CPU cores a 25k x 384 exact search on a worker thread took 1.4 ms with 1 "
-            "thread, 3.5 ms with 2."
+            "OpenMP threads of each faiss search, set on the thread that runs it; 0 = faiss's "
+            "default (one per core). 1 suits one-query searches running side by side."
         ),
     )
     workers: int = Field(
@@ -117,14 +123,13 @@ class Settings(BaseSettings):
         le=64,
         description=(
             "Server processes answering on the one port; 0 = automatic: 1 on a machine of up to "
-            "4 cores, else one per 4 cores (at most 8). Each worker loads every encoder and "
-            "memory-maps the bundles (the vectors and flat indexes are shared page cache, not "
-            "copied per worker) and has its own admission limits (max_concurrent_requests "
-            "... apply per worker). With more than 1, a supervisor process restarts a worker "
-            "that dies, forwards SIGTERM so each drains, /metrics sums every worker and a "
-            "reload reaches them all. On 2 cores MiniLM text search at 32 clients answered "
-            "267-297 requests/s with 2 workers against 312-330 with 1; the rule above 4 cores "
-            "is not measured."
+            "4 cores, else one per 4 cores (at most 8; the rule above 4 cores is not measured). "
+            "Each worker loads every encoder, memory-maps the bundles (shared page cache, not "
+            "copied per worker) and has its own admission and connection limits "
+            "(max_concurrent_requests, max_connections, ... apply per worker). With more than 1, "
+            "a supervisor restarts a worker that dies or hangs (worker_heartbeat_timeout_s), "
+            "forwards SIGTERM so each drains, /metrics sums every worker and a reload reaches "
+            "them all."
         ),
     )
     worker_heartbeat_timeout_s: float = Field(
@@ -132,10 +137,10 @@ class Settings(BaseSettings):
         ge=1.0,
         le=3600.0,
         description=(
-            "With several workers: a worker whose event loop has not beaten for this long (it "
-            "beats every second or so once it has started) is taken as hung and is killed and "
-            "replaced by the supervisor; its in-flight requests fail. A worker still starting "
-            "gets this long from its spawn."
+            "With several workers: seconds a worker's event loop may go without beating (it "
+            "beats about every second) before the supervisor takes it as hung, kills it and "
+            "starts another; its in-flight requests fail. A worker still starting gets this "
+            "long from its spawn."
         ),
     )
     reload_broadcast_timeout_s: float = Field(
@@ -144,8 +149,8 @@ class Settings(BaseSettings):
         le=3600.0,
         description=(
             "With several workers: seconds POST /v1/admin/reload waits for the other workers "
-            "to serve the versions it loaded; a worker that has not by then (or could not load "
-            "them, and keeps serving what it did) is named in the log and counted out of the "
+            "to serve the versions it loaded. A worker that has not by then (or could not load "
+            "them, and keeps serving what it did) is named in the log and left out of the "
             "answer's 'workers'."
         ),
     )
@@ -154,22 +159,18 @@ class Settings(BaseSettings):
         ge=0,
         description=(
             "Threads of the BLAS libraries (numpy's and faiss's) that run the exact search's "
-            "matrix products, set once in each server process, and of the onnxruntime scan "
-            "(flat_scan); 0 = the libraries' default (one per core). Idle BLAS threads spin, "
-            "so on a CPU more than one takes cores from the "
-            "encoder: on 2 cores MiniLM text search at 32 clients answered 217 requests/s with "
-            "1 against 145 with 2."
+            "matrix products, and of the onnxruntime scan (flat_scan), set once in each server "
+            "process; 0 = the libraries' default (one per core). Idle BLAS threads spin, so on "
+            "a CPU more than 1 takes cores from the encoder."
         ),
     )
     flat_scan: Literal["onnxruntime", "numpy"] = Field(
         default="onnxruntime",
         description=(
-            "What scans a flat collection's stored vectors on the CPU (an unfiltered search of "
-            "a Flat index): onnxruntime's GEMM and TopK, or numpy's matrix product and "
-            "argpartition; both on blas_threads threads, same candidates. On a 2-vCPU Intel "
-            "machine the top 27 of 16 queries over 25,000 x 384 row-major vectors took 8.7 ms "
-            "with onnxruntime and 15.4 ms with numpy (scripts/scan_layout.py); c32 text search "
-            "went from 227-234 to 254-272 requests/s."
+            "What scans a flat collection's stored vectors on the CPU in an unfiltered search "
+            "of a Flat index: onnxruntime (GEMM and TopK) or numpy (matrix product and "
+            "argpartition). Both run on blas_threads threads and find the same candidates; "
+            "onnxruntime is the faster where it was measured."
         ),
     )
     gil_switch_interval_ms: float = Field(
@@ -177,11 +178,10 @@ class Settings(BaseSettings):
         gt=0.0,
         le=100.0,
         description=(
-            "How long a Python thread may hold the interpreter lock while another waits for it "
-            "(sys.setswitchinterval), set once per server process. An encoder thread back from "
-            "onnxruntime waits this long at most for the event loop to let it go on: on 2 CPU "
-            "cores MiniLM text search at 32 clients answered 317-324 requests/s with Python's "
-            "5 ms and 339 with 1 ms."
+            "Milliseconds a Python thread may hold the interpreter lock while another waits for "
+            "it (sys.setswitchinterval), set once per server process. An encoder thread back "
+            "from onnxruntime waits at most this long for the event loop to let it go on; "
+            "Python's own default is 5."
         ),
     )
     tokenizer_parallelism: bool = Field(
@@ -189,11 +189,8 @@ class Settings(BaseSettings):
         description=(
             "Whether the tokenizers library splits each batch's texts over its own thread pool "
             "(TOKENIZERS_PARALLELISM, set once per server process). Off, the encoder_workers "
-            "batcher threads are the parallelism: on 2 CPU cores a caption in batches of 10 "
-            "took 0.044 CPU ms to tokenize without the pool against 0.076 with it "
-            "(scripts/tokenizer_pool.py), and at 32 "
-            "clients the pool's threads used another 0.08 ms of CPU per request. Index builds "
-            "(a library use, not a server) keep the library's default."
+            "threads are the parallelism; on, the pool's threads add CPU to every request's "
+            "small batch. Index builds (a library use, not a server) keep the library's default."
         ),
     )
     faiss_device: FaissDevice = Field(
@@ -208,7 +205,10 @@ class Settings(BaseSettings):
     )
     verify_bundle_hashes: bool = Field(
         default=True,
-        description="Check the sha256 of every bundle file before serving it (refuse on mismatch).",
+        description=(
+            "Check the sha256 of every bundle file before serving it; a bundle whose files do not "
+            "match is refused (on reload: 409 bundle_rejected, the old version keeps serving)."
+        ),
     )
 
     bundle_mapping: Literal["private-copy", "in-place"] = Field(
@@ -371,10 +371,8 @@ class Settings(BaseSettings):
             "on the CPU, 64 for one on a GPU (CUDA or TensorRT first in get_providers()), where "
             "a batch costs about one input; /v1/variants gives each tower's. The text encoder "
             "cuts a batch into runs of similar length, so larger batches cost no padding; they "
-            "share one exact search, which costs less per query the more queries it holds. "
-            "MiniLM text search with 32 clients on 2 CPU cores answered 311-325 requests/s "
-            "(p99 130-135 ms) with 8, 322-337 (131-156 ms) with 16 and 306-319 (173-180 ms) "
-            "with 32."
+            "share one exact search, which costs less per query the more queries it holds, but "
+            "a larger batch keeps each of its requests waiting longer."
         ),
     )
     max_wait_ms: float | None = Field(
@@ -396,9 +394,8 @@ class Settings(BaseSettings):
         description=(
             "Threads per encoder (variant and tower) that each gather a batch from the queue "
             "and run it, side by side on one shared onnxruntime session; with one, the encoder "
-            "is a serial stage that waits while its thread is descheduled. On 2 CPU cores, "
-            "MiniLM text search at saturation answered about 10 % more requests/s with 2 than "
-            "with 1."
+            "is a serial stage that waits while its thread is descheduled. Also the default of "
+            "overload_concurrent_requests on the CPU."
         ),
     )
     max_queue_depth: int = Field(
@@ -413,10 +410,10 @@ class Settings(BaseSettings):
         default=64,
         ge=1,
         description=(
-            "Most search, score and embed requests in flight at once while the service is not "
-            "overloaded; one more waits at the door (admission_wait_ms, max_waiting_requests). "
-            "More in flight lets the encoder batch more: on 2 CPU cores MiniLM text search "
-            "answered about 245 requests/s with 8 in flight against 185 with 3."
+            "Most search, score and embed requests in flight at once (per worker) while the "
+            "service is not overloaded; one more waits at the door (admission_wait_ms, "
+            "max_waiting_requests), then gets 503 overloaded with Retry-After. More in flight "
+            "lets the encoder batch more."
         ),
     )
     overload_concurrent_requests: int | None = Field(
@@ -429,9 +426,9 @@ class Settings(BaseSettings):
             "body is read. Default (unset): encoder_workers (one per encoder worker, so no "
             "admitted request queues behind another) while every encoder runs on the CPU; once "
             "one runs on a GPU, a full batch per encoder worker (encoder_workers x that "
-            "encoder's max_batch_size). On 2 CPU cores at twice the saturation rate the admitted "
-            "p99 was 1.8-1.9x the unloaded one with 2, 2.7-2.8x with 3 (which answered 8-20 % "
-            "more). Capped at max_concurrent_requests; /v1/variants gives the value in force."
+            "encoder's max_batch_size). Lower keeps admitted requests nearer unloaded latency, "
+            "higher answers more of them. Capped at max_concurrent_requests; /v1/variants gives "
+            "the value in force."
         ),
     )
     max_waiting_requests: int = Field(

@@ -6,7 +6,7 @@ with ids, scores, rows and empty metadata, the variant, a bundle version and tim
 text search must at least do around the encoder and the scan. Serve it and load it with the peer
 tool's client, which reads the server's CPU from ``/proc``::
 
-    .venv/bin/python -m uvicorn --app-dir scripts asgi_floor:app --port 8131 \\
+    .venv/bin/python -m uvicorn --app-dir studies asgi_floor:app --port 8131 \\
         --log-level warning --no-access-log &
     .peer-bench/venv/bin/python ../shared/peer-bench/load_client.py \\
         http://127.0.0.1:8131/v1/search minilm-l6-v2 \\

@@ -9,7 +9,7 @@ as JSON (stdout, and ``--out``). Both answer every query: a refused one fails th
 
 Example (after ``make demo``, with ``make serve`` running)::
 
-    .venv/bin/python scripts/bulk_vs_single.py --url http://127.0.0.1:8000 --queries 2000
+    .venv/bin/python studies/bulk_vs_single.py --url http://127.0.0.1:8000 --queries 2000
 """
 
 from __future__ import annotations

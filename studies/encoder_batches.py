@@ -14,7 +14,7 @@ the exact scan (:class:`service.engine.exact_scan.ExactScan`, one thread) of tha
 ``captions`` vectors for each caption's top ``--fetch`` (k 10 plus the service's margin: 27). The
 sum is then the ceiling of a text search server's own work, with no HTTP, queue or event loop.
 
-usage: .venv/bin/python scripts/encoder_batches.py [--n 2000] [--batches 10,32] [--processes 2]
+usage: .venv/bin/python studies/encoder_batches.py [--n 2000] [--batches 10,32] [--processes 2]
        [--data ../shared/data] [--split val]
        [--scan-bundle artifacts/bundles/coco-captions] [--fetch 27]
 """

@@ -1,5 +1,5 @@
 """The least memory one more Python worker process can add: a floor for the per-worker growth
-that ``scripts/worker_memory.py`` measures on the real service.
+that ``studies/worker_memory.py`` measures on the real service.
 
 A parent imports every module the service imports (numpy, onnxruntime, faiss, FastAPI, uvicorn,
 pydantic, Pillow, prometheus-client and the ``service`` package), builds a small NumPy matrix,
@@ -19,8 +19,8 @@ as ``worker_memory.py`` reports it; each N runs in a fresh process.
 
 Example::
 
-    .venv/bin/python scripts/forked_worker_floor.py                 # N = 1, 2, 4
-    .venv/bin/python scripts/forked_worker_floor.py --workers 1,2 --requests 1000
+    .venv/bin/python studies/forked_worker_floor.py                 # N = 1, 2, 4
+    .venv/bin/python studies/forked_worker_floor.py --workers 1,2 --requests 1000
 """
 
 from __future__ import annotations

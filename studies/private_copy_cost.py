@@ -12,7 +12,7 @@ service does (verify every sha256, then map vectors and indexes), then read ever
 machine or a restart after memory pressure); `warm`: the bundle files were just read (a
 restart). Prints JSON and a Markdown table.
 
-    sudo .venv/bin/python scripts/private_copy_cost.py --bundles-root artifacts/bundles
+    sudo .venv/bin/python studies/private_copy_cost.py --bundles-root artifacts/bundles
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ vectors.T``, then ``argpartition`` for the top ``fetch``) and onnxruntime
 vectors stored row-major (``[n, d]`` C order, as bundles are written) and column-major
 (``fortran_order``, as bundles were written for a while); one thread, as the server runs.
 
-usage: .venv/bin/python scripts/scan_layout.py [--rows 25000] [--dim 384] [--fetch 27]
+usage: .venv/bin/python studies/scan_layout.py [--rows 25000] [--dim 384] [--fetch 27]
                                                [--repeats 40]
 
 Prints, per batch of queries, the median milliseconds of each engine and layout. Seeded random

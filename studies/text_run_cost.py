@@ -1,7 +1,7 @@
 """Measure the cost of one text-tower run against its shape and fit the model that
 ``encoders/length_runs.py`` cuts batches with: ``ms ≈ a + b·n·L + c·n·L²``.
 
-usage: .venv/bin/python scripts/text_run_cost.py [--variant artifacts/variants/minilm-l6-v2]
+usage: .venv/bin/python studies/text_run_cost.py [--variant artifacts/variants/minilm-l6-v2]
        [--threads 1] [--providers cpu]
 
 Prints one line per shape (rows n, tokens L: ms per run, ms per row) and the fit, with the two

@@ -7,7 +7,7 @@ search load are the encoder's batcher threads). Linux only.
 
 usage (a service started with `make serve` or `python -m service serve`, and the peer-bench
 load client; any load command works):
-    .venv/bin/python scripts/thread_cpu.py --pid PID --requests 3000 -- \\
+    .venv/bin/python studies/thread_cpu.py --pid PID --requests 3000 -- \\
         .peer-bench/venv/bin/python ../shared/peer-bench/load_client.py \\
         http://127.0.0.1:8000/v1/search minilm-l6-v2 \\
         ../shared/data/coco-karpathy-captions/captions_val.csv --mode search --conc 32 \\

@@ -4,7 +4,7 @@ of ``--batch`` (the service's encoder threads tokenize about ten captions at a t
 once with the pool (``TOKENIZERS_PARALLELISM=true``) and once without, each in a fresh process.
 The service turns the pool off (``CRISSCROSS_TOKENIZER_PARALLELISM``, docs/settings.md).
 
-usage: .venv/bin/python scripts/tokenizer_pool.py [--n 2000] [--batch 10] [--repeats 3]
+usage: .venv/bin/python studies/tokenizer_pool.py [--n 2000] [--batch 10] [--repeats 3]
        [--variant artifacts/variants/minilm-l6-v2] [--data ../shared/data] [--split val]
 """
 

@@ -24,8 +24,8 @@ loader, what loading a bundle allocates per row (ids, metadata, filter columns).
 Writes ``reports/bench/worker_memory.json`` and ``reports/bench/worker_memory.md`` and prints
 the table. Example::
 
-    .venv/bin/python scripts/worker_memory.py                    # 25k and 1M, N = 1, 2, 4
-    .venv/bin/python scripts/worker_memory.py --sizes 25000 --workers 1,2
+    .venv/bin/python studies/worker_memory.py                    # 25k and 1M, N = 1, 2, 4
+    .venv/bin/python studies/worker_memory.py --sizes 25000 --workers 1,2
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def ensure_bundle(bundles_root: Path, rows: int) -> Path:
         variant_name=variant.name,
         variant_fingerprint=variant.fingerprint,
         make_current=True,
-        build_info={"generator": GENERATOR, "source": "scripts/worker_memory.py"},
+        build_info={"generator": GENERATOR, "source": "studies/worker_memory.py"},
     )
     del vectors, ids, metadata
     gc.collect()
@@ -699,7 +699,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     command = " ".join(
-        [os.path.relpath(sys.executable, REPO), "scripts/worker_memory.py", *sys.argv[1:]]
+        [os.path.relpath(sys.executable, REPO), "studies/worker_memory.py", *sys.argv[1:]]
     )
     bundles_root = args.work / "bundles"
     bundles_root.mkdir(parents=True, exist_ok=True)

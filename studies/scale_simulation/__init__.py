@@ -25,6 +25,9 @@ phase writes ``report.md``, ``results.json`` and the plots to ``--report`` (``re
 
 Example::
 
-    .venv/bin/python scripts/scale_simulation.py --scales 1000000            # all phases
-    .venv/bin/python scripts/scale_simulation.py --scales 1000000,10000000 --phase measure
+    .venv/bin/python -m studies.scale_simulation --scales 1000000            # all phases
+    .venv/bin/python -m studies.scale_simulation --scales 1000000,10000000 --phase measure
+
+(from the checkout's root, as ``make scale-report`` runs it; a study, not installed: see
+``studies/README.md``)
 """

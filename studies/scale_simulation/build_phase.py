@@ -9,16 +9,16 @@ from collections.abc import Sequence
 
 import faiss
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.config import Config
-from scale_simulation.dataset import ensure_queries_and_gt, ensure_vectors
-from scale_simulation.fitting import ensure_generator
-from scale_simulation.index_kinds import Kind, kinds_for
-from scale_simulation.ivf_builds import build_ivf_group
-from scale_simulation.json_files import write_json
-from scale_simulation.progress import log
-from scale_simulation.simple_builds import build_simple
-from scale_simulation.vectors import DIM
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.dataset import ensure_queries_and_gt, ensure_vectors
+from studies.scale_simulation.fitting import ensure_generator
+from studies.scale_simulation.index_kinds import Kind, kinds_for
+from studies.scale_simulation.ivf_builds import build_ivf_group
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.simple_builds import build_simple
+from studies.scale_simulation.vectors import DIM
 
 DISK_MARGIN = 20 * 10**9  # disk left free for the other engineers on the machine
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scale_simulation.config import Config
-from scale_simulation.index_kinds import Kind
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.index_kinds import Kind
 
 
 class Paths:

@@ -9,12 +9,12 @@ import time
 import faiss
 import numpy as np
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.config import Config
-from scale_simulation.dataset import row_chunks
-from scale_simulation.index_kinds import nlist_for
-from scale_simulation.progress import log
-from scale_simulation.vectors import DIM, F32, I64, normalise
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.dataset import row_chunks
+from studies.scale_simulation.index_kinds import nlist_for
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.vectors import DIM, F32, I64, normalise
 
 
 def spherical_kmeans(x: F32, k: int, seed: int, niter: int) -> F32:

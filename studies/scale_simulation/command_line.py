@@ -1,4 +1,4 @@
-"""The command line of ``scripts/scale_simulation.py`` and ``python -m scale_simulation``: its
+"""The command line of ``python -m studies.scale_simulation`` (``make scale-report``): its
 options, the run's settings from them, and the phases it runs."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import scale_simulation
-from scale_simulation.build_phase import phase_build
-from scale_simulation.config import Config
-from scale_simulation.index_kinds import kinds_for
-from scale_simulation.locations import BUNDLE, CACHE, REPORT
-from scale_simulation.measure import measure_one
-from scale_simulation.measure_phase import phase_measure
-from scale_simulation.report import write_report
+from studies import scale_simulation
+from studies.scale_simulation.build_phase import phase_build
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.index_kinds import kinds_for
+from studies.scale_simulation.locations import BUNDLE, CACHE, REPORT
+from studies.scale_simulation.measure import measure_one
+from studies.scale_simulation.measure_phase import phase_measure
+from studies.scale_simulation.report import write_report
 
 SEED = 20261125
 

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.config import Config
-from scale_simulation.generator import Generator
-from scale_simulation.ground_truth import K, exact_topk_blocks
-from scale_simulation.json_files import write_json
-from scale_simulation.progress import log
-from scale_simulation.vectors import DIM
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.generator import Generator
+from studies.scale_simulation.ground_truth import K, exact_topk_blocks
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.vectors import DIM
 
 CHUNK_ROWS = 250_000
 

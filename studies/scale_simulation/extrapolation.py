@@ -6,9 +6,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from scale_simulation.config import Config
-from scale_simulation.index_kinds import hnsw_bytes
-from scale_simulation.units import GIB
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.index_kinds import hnsw_bytes
+from studies.scale_simulation.units import GIB
 
 
 def operating_point(points: list[dict[str, Any]], target: float) -> dict[str, Any]:

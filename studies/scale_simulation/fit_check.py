@@ -9,9 +9,9 @@ from typing import Any
 import faiss
 import numpy as np
 
-from scale_simulation.generator import Generator
-from scale_simulation.ground_truth import K, exact_topk_inmemory, tie_aware_recall
-from scale_simulation.vectors import F32, normalise
+from studies.scale_simulation.generator import Generator
+from studies.scale_simulation.ground_truth import K, exact_topk_inmemory, tie_aware_recall
+from studies.scale_simulation.vectors import F32, normalise
 
 
 def nn_cosines(x: F32) -> F32:

@@ -7,13 +7,13 @@ import time
 
 import numpy as np
 
-from scale_simulation.cache_layout import fit_check_path, generator_path
-from scale_simulation.config import Config
-from scale_simulation.fit_check import fit_check
-from scale_simulation.generator import Generator
-from scale_simulation.json_files import write_json
-from scale_simulation.progress import log
-from scale_simulation.real_vectors import load_real
+from studies.scale_simulation.cache_layout import fit_check_path, generator_path
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.fit_check import fit_check
+from studies.scale_simulation.generator import Generator
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.real_vectors import load_real
 
 
 def ensure_generator(cfg: Config) -> Generator:

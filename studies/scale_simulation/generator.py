@@ -9,7 +9,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from scale_simulation.vectors import F32, F64, normalise
+from studies.scale_simulation.vectors import F32, F64, normalise
 
 
 @dataclass

@@ -8,8 +8,8 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from scale_simulation.progress import log
-from scale_simulation.vectors import F32, I64
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.vectors import F32, I64
 
 K = 10
 TIE_EPS = 1e-5

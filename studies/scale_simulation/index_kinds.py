@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scale_simulation.config import Config
-from scale_simulation.units import GIB
-from scale_simulation.vectors import DIM
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.units import GIB
+from studies.scale_simulation.vectors import DIM
 
 NPROBES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 EF_SEARCHES = (16, 32, 64, 128, 256, 512)

@@ -12,15 +12,15 @@ from typing import Any
 import faiss
 import numpy as np
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.coarse_quantizer import ensure_coarse
-from scale_simulation.config import Config
-from scale_simulation.dataset import row_chunks
-from scale_simulation.index_kinds import Kind
-from scale_simulation.json_files import write_json
-from scale_simulation.progress import log
-from scale_simulation.units import GIB
-from scale_simulation.vectors import DIM, F32
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.coarse_quantizer import ensure_coarse
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.dataset import row_chunks
+from studies.scale_simulation.index_kinds import Kind
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.units import GIB
+from studies.scale_simulation.vectors import DIM, F32
 
 
 def empty_ivf(codes: str, sub: F32) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # studies/scale_simulation/ -> the checkout
 BUNDLE = REPO / "artifacts" / "bundles" / "coco-captions"
 CACHE = REPO / "artifacts" / "scale"
 REPORT = REPO / "reports" / "scale"

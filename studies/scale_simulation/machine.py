@@ -10,7 +10,7 @@ from typing import Any
 import faiss
 import numpy as np
 
-from scale_simulation.units import GIB
+from studies.scale_simulation.units import GIB
 
 
 def machine_info() -> dict[str, Any]:

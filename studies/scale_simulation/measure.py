@@ -10,14 +10,14 @@ from typing import Any
 import faiss
 import numpy as np
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.config import Config
-from scale_simulation.ground_truth import K
-from scale_simulation.index_kinds import Kind
-from scale_simulation.json_files import write_json
-from scale_simulation.memory import memory_snapshot
-from scale_simulation.search import search_one
-from scale_simulation.vectors import F32, I64
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.ground_truth import K
+from studies.scale_simulation.index_kinds import Kind
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.memory import memory_snapshot
+from studies.scale_simulation.search import search_one
+from studies.scale_simulation.vectors import F32, I64
 
 
 def measure_one(cfg: Config, n: int, kind: Kind, warmup: int) -> None:

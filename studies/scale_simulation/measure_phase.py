@@ -8,11 +8,11 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.config import Config
-from scale_simulation.index_kinds import kinds_for
-from scale_simulation.locations import REPO
-from scale_simulation.progress import log
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.index_kinds import kinds_for
+from studies.scale_simulation.locations import REPO
+from studies.scale_simulation.progress import log
 
 
 def phase_measure(
@@ -32,8 +32,9 @@ def phase_measure(
             env = dict(os.environ)
             for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
                 env[var] = "1"
-            # the child imports this very package (REPO holds it), installed or not, from any cwd
+            # the child imports this very package from the checkout (REPO holds it; studies are not
+            # installed), from any cwd
             env["PYTHONPATH"] = os.pathsep.join(filter(None, (str(REPO), env.get("PYTHONPATH"))))
-            command = [sys.executable, "-m", "scale_simulation", *common]
+            command = [sys.executable, "-m", "studies.scale_simulation", *common]
             command += ["--phase", "measure-one", "--scales", str(n), "--kind", kind.name]
             subprocess.run(command, check=True, env=env)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from scale_simulation.units import GIB, human
+from studies.scale_simulation.units import GIB, human
 
 
 def plot_all(results: dict[str, Any], fit: dict[str, Any], out: Path) -> list[str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from scale_simulation.locations import BUNDLE, REPO
-from scale_simulation.vectors import DIM, F32, normalise
+from studies.scale_simulation.locations import BUNDLE, REPO
+from studies.scale_simulation.vectors import DIM, F32, normalise
 
 
 def load_real(path: Path | None, seed: int, bundle: Path = BUNDLE) -> tuple[F32, str]:

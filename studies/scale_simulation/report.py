@@ -7,15 +7,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from scale_simulation.cache_layout import fit_check_path
-from scale_simulation.config import Config
-from scale_simulation.extrapolation import extrapolate
-from scale_simulation.json_files import write_json
-from scale_simulation.machine import machine_info
-from scale_simulation.markdown import render_markdown
-from scale_simulation.plots import plot_all
-from scale_simulation.progress import log
-from scale_simulation.results import collect
+from studies.scale_simulation.cache_layout import fit_check_path
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.extrapolation import extrapolate
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.machine import machine_info
+from studies.scale_simulation.markdown import render_markdown
+from studies.scale_simulation.plots import plot_all
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.results import collect
 
 
 def write_report(cfg: Config, scales: Sequence[int], argv: Sequence[str]) -> dict[str, Any]:
@@ -36,7 +36,7 @@ def write_report(cfg: Config, scales: Sequence[int], argv: Sequence[str]) -> dic
     }
     payload = {
         "machine": machine_info(),
-        "command": "scripts/scale_simulation.py " + " ".join(reproducing(argv)),
+        "command": "-m studies.scale_simulation " + " ".join(reproducing(argv)),
         "seed": cfg.seed,
         "generator": {"clusters": cfg.clusters, "rank": cfg.rank, "source": fit.get("source")},
         "fit_check": fit_summary,

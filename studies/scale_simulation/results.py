@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.config import Config
-from scale_simulation.ground_truth import tie_aware_recall
-from scale_simulation.index_kinds import hnsw_bytes, kinds_for, nlist_for
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.config import Config
+from studies.scale_simulation.ground_truth import tie_aware_recall
+from studies.scale_simulation.index_kinds import hnsw_bytes, kinds_for, nlist_for
 
 
 def collect(cfg: Config, scales: Sequence[int]) -> dict[str, Any]:

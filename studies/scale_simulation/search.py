@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from scale_simulation.ground_truth import K
-from scale_simulation.vectors import F32, I64
+from studies.scale_simulation.ground_truth import K
+from studies.scale_simulation.vectors import F32, I64
 
 
 def stream_search(vectors: F32, q: F32, block: int = 1_000_000) -> I64:

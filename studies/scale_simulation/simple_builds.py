@@ -8,12 +8,12 @@ import time
 import faiss
 import numpy as np
 
-from scale_simulation.cache_layout import Paths
-from scale_simulation.dataset import row_chunks
-from scale_simulation.index_kinds import Kind
-from scale_simulation.json_files import write_json
-from scale_simulation.progress import log
-from scale_simulation.vectors import DIM
+from studies.scale_simulation.cache_layout import Paths
+from studies.scale_simulation.dataset import row_chunks
+from studies.scale_simulation.index_kinds import Kind
+from studies.scale_simulation.json_files import write_json
+from studies.scale_simulation.progress import log
+from studies.scale_simulation.vectors import DIM
 
 
 def build_simple(n: int, kind: Kind, p: Paths) -> None:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scale_simulation.cache_layout import Paths, fit_check_path, generator_path, generator_tag
-from scale_simulation.command_line import config_from, parse_args
-from scale_simulation.index_kinds import kinds_for
+from studies.scale_simulation.cache_layout import (
+    Paths,
+    fit_check_path,
+    generator_path,
+    generator_tag,
+)
+from studies.scale_simulation.command_line import config_from, parse_args
+from studies.scale_simulation.index_kinds import kinds_for
 
 
 def test_files_are_named_by_generator_scale_and_kind(tmp_path: Path) -> None:

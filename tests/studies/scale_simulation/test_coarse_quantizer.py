@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from scale_simulation.coarse_quantizer import assign_two_level, spherical_kmeans
-from scale_simulation.vectors import normalise
+from studies.scale_simulation.coarse_quantizer import assign_two_level, spherical_kmeans
+from studies.scale_simulation.vectors import normalise
 
 
 def test_rows_go_to_the_best_sub_centroid_of_their_best_top_cell() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scale_simulation.command_line import cli_common, config_from, main, parse_args
+from studies.scale_simulation.command_line import cli_common, config_from, main, parse_args
 
 N = 20_000
 
@@ -55,8 +55,8 @@ def test_report_files_are_written(run: tuple[dict[str, Any], Path]) -> None:
     text = (report / "report.md").read_text()
     assert "| 20k | Flat |" in text
     assert "Extrapolation to 100M and 1B" in text
-    assert f"`.venv/bin/python scripts/scale_simulation.py --scales {N} --bundle" in text
-    assert results["command"].startswith(f"scripts/scale_simulation.py --scales {N} ")
+    assert f"`.venv/bin/python -m studies.scale_simulation --scales {N} --bundle" in text
+    assert results["command"].startswith(f"-m studies.scale_simulation --scales {N} ")
     kinds = results["scales"][str(N)]["kinds"]
     assert {k.split(" ")[0] for k in kinds} >= {"Flat", "HNSW32", "IVF1024,Flat", "IVF1024,PQ16"}
     assert all("points" in entry for entry in kinds.values())

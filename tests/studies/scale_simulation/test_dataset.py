@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scale_simulation.dataset import CHUNK_ROWS, row_chunks
+from studies.scale_simulation.dataset import CHUNK_ROWS, row_chunks
 
 
 def test_row_chunks_cover_the_rows_once() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from scale_simulation.command_line import config_from, parse_args
-from scale_simulation.extrapolation import extrapolate, operating_point
-from scale_simulation.index_kinds import hnsw_bytes
+from studies.scale_simulation.command_line import config_from, parse_args
+from studies.scale_simulation.extrapolation import extrapolate, operating_point
+from studies.scale_simulation.index_kinds import hnsw_bytes
 
 CURVE = [
     {"param": 1, "p50_ms": 0.1, "recall_at_10": 0.5},

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scale_simulation.fit_check import nn_cosines, pair_cosines, spectrum
-from scale_simulation.vectors import normalise
+from studies.scale_simulation.fit_check import nn_cosines, pair_cosines, spectrum
+from studies.scale_simulation.vectors import normalise
 
 
 def test_a_duplicated_row_is_its_twin_s_nearest_neighbour() -> None:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits
 
-from scale_simulation.generator import Generator
-from scale_simulation.real_vectors import load_real
+from studies.scale_simulation.generator import Generator
+from studies.scale_simulation.real_vectors import load_real
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scale_simulation.ground_truth import (
+from studies.scale_simulation.ground_truth import (
     K,
     exact_topk_blocks,
     exact_topk_inmemory,
     tie_aware_recall,
 )
-from scale_simulation.vectors import F32, I64
+from studies.scale_simulation.vectors import F32, I64
 
 
 @pytest.fixture

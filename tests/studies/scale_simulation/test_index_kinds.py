@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scale_simulation.command_line import config_from, parse_args
-from scale_simulation.index_kinds import (
+from studies.scale_simulation.command_line import config_from, parse_args
+from studies.scale_simulation.index_kinds import (
     EF_SEARCHES,
     NPROBES,
     RERANK,

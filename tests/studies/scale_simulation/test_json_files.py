@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from scale_simulation.json_files import write_json
+from studies.scale_simulation.json_files import write_json
 
 
 def test_json_is_sorted_indented_and_replaces_the_file(tmp_path: Path) -> None:

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from scale_simulation.command_line import config_from, parse_args
-from scale_simulation.markdown import loadavg_range, render_extrapolation, render_fit, table_rows
-from scale_simulation.units import GIB
+from studies.scale_simulation.command_line import config_from, parse_args
+from studies.scale_simulation.markdown import (
+    loadavg_range,
+    render_extrapolation,
+    render_fit,
+    table_rows,
+)
+from studies.scale_simulation.units import GIB
 
 SCALES: dict[str, Any] = {
     "20000": {

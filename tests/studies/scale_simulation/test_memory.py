@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scale_simulation.memory import mapped_rss, memory_snapshot, smaps_rollup
+from studies.scale_simulation.memory import mapped_rss, memory_snapshot, smaps_rollup
 
 
 def test_the_rollup_reports_resident_memory() -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from scale_simulation.real_vectors import load_real
+from studies.scale_simulation.real_vectors import load_real
 
 
 def test_a_given_file_is_read_and_normalised(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scale_simulation.report import reproducing
+from studies.scale_simulation.report import reproducing
 
 
 def test_reproducing_drops_the_phase() -> None:

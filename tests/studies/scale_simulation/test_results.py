@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from scale_simulation.index_kinds import hnsw_bytes
-from scale_simulation.results import estimate_skipped_hnsw
+from studies.scale_simulation.index_kinds import hnsw_bytes
+from studies.scale_simulation.results import estimate_skipped_hnsw
 
 
 def test_a_skipped_hnsw_is_estimated_from_the_largest_built() -> None:

@@ -6,9 +6,9 @@ import faiss
 import numpy as np
 import pytest
 
-from scale_simulation.ground_truth import K
-from scale_simulation.search import search_one, stream_search
-from scale_simulation.vectors import F32, normalise
+from studies.scale_simulation.ground_truth import K
+from studies.scale_simulation.search import search_one, stream_search
+from studies.scale_simulation.vectors import F32, normalise
 
 
 @pytest.fixture

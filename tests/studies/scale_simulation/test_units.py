@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from scale_simulation.units import GIB, fmt_gib, human
+from studies.scale_simulation.units import GIB, fmt_gib, human
 
 
 @pytest.mark.parametrize(

@@ -27,8 +27,6 @@ from service.engine.query import (
     SearchQuery,
     TextSide,
     VectorSide,
-    tower_of,
-    where_of,
 )
 from service.engine.searcher import Searcher, normalised_query_vector
 from service.exceptions import ImageRefusedError, InvalidQueryError, NotFoundError
@@ -246,17 +244,6 @@ def test_the_target_names_the_variant_collection_and_tower(deployment: Deploymen
         Searcher.target(without_images, None, "images", "image", "query.image")
     # An item or a vector needs no tower.
     Searcher.target(without_images, None, "images", VectorSide([1.0], "v"), "query.vector")
-
-
-def test_sides_know_their_tower_and_place() -> None:
-    image = ImageSide(ImagePayload("pairs.0.left.image", "AAAA"))
-    assert [tower_of(side) for side in (TextSide("a", "t"), image)] == ["text", "image"]
-    assert tower_of(ItemSide("captions", "x")) is None
-    assert tower_of(VectorSide([1.0], "v")) is None
-    assert where_of(image, "default") == "pairs.0.left.image"
-    assert where_of(TextSide("a", "query.text"), "default") == "query.text"
-    assert where_of(VectorSide([1.0], "query.vector"), "default") == "query.vector"
-    assert where_of(ItemSide("captions", "x"), "query.item") == "query.item"
 
 
 # -- timings ----------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ here), and the real faiss-cpu build of this machine."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import faiss
@@ -114,21 +113,6 @@ def test_gpu_search_answers_like_the_cpu_and_large_k_runs_on_the_cpu_copy() -> N
         scores, rows = placed.search(query, k)
         assert scores.shape == rows.shape == (1, k)
     assert placed.gpu.searches == [5, GPU_MAX_K]
-
-
-def test_gpu_searches_hold_the_lock() -> None:
-    seen: list[bool] = []
-
-    class Probe:
-        def search(self, _x: Any, k: int) -> Any:
-            seen.append(lock.locked())
-            return np.zeros((1, k), np.float32), np.zeros((1, k), np.int64)
-
-    lock = threading.Lock()
-    wrapped = GpuSearchIndex(gpu=Probe(), cpu=Probe(), lock=lock, max_k=4)
-    wrapped.search(np.zeros((1, 2), np.float32), 4)
-    wrapped.search(np.zeros((1, 2), np.float32), 5)
-    assert seen == [True, False]
 
 
 @pytest.mark.gpu
