@@ -1,12 +1,18 @@
 """The distributed build: the same bundle as ``python -m index_builder build``, with the
 embedding done by Ray Data actors (docs/distributed-build.md).
 
+0. **plan** (driver): the collection and the tower, with the single-machine build's checks
+   (:func:`index_builder.preconditions.plan_collections`). One collection: a table of texts, a
+   folder or a table of images, or Karpathy captions' ``captions`` (their images are built by
+   ``python -m index_builder build``; an images folder is refused here);
 1. **read** (driver): the corpus is streamed with the project's own readers
-   (:func:`index_builder.sources.stream_corpus`): a first pass types the fields and finds the
-   bad records, a second cuts the good items into *parts* of ``part_size``, each written to the
-   staging folder as soon as it is full (:mod:`cluster.embedding_parts`); image files are
-   checked (size, format, pixels) on the way, as the single-machine build checks them;
-2. with ``on_error=refuse`` and any bad item: stop before starting a single actor;
+   (:func:`index_builder.corpus_stream.stream_collection`): a first pass types the fields and
+   finds the bad records, a second cuts the good items into *parts* of ``part_size``, each
+   written to the staging folder as soon as it is full (:mod:`cluster.embedding_parts`); image
+   files are checked (size, format, pixels) on the way by the single-machine build's check
+   (:func:`index_builder.image_checks.checked_images`);
+2. with ``on_error=refuse`` and any bad item: stop before starting a single actor (the
+   refusals are the single-machine build's, :mod:`index_builder.bad_item_policy`);
 3. **embed** (cluster): ``ray.data.from_items`` of the part indexes →
    ``map_batches(PartEmbedder, ActorPoolStrategy(size=workers))``: each actor loads the encoder
    once and writes each part's vectors and result atomically, keyed by the part's index. Ray
@@ -14,8 +20,9 @@ embedding done by Ray Data actors (docs/distributed-build.md).
    -1, Ray Data's defaults for actor pools); a retried part rewrites the same files, so nothing
    is lost or duplicated, and the driver checks that every part is there exactly once;
 4. **write** (driver): ids and metadata in part order, vectors copied part by part into one
-   memory map, then :func:`storage.writer.write_bundle` (atomic publish) with
-   ``build_report.json`` and the per-worker throughput in ``build_info``.
+   memory map, then the single-machine build's report and writer
+   (:func:`index_builder.ingest.write_build`: atomic publish, ``build_report.json``) with the
+   per-worker throughput in ``build_info`` and in the report's notes.
 
 The caller connects to Ray first (:func:`cluster.runtime.ray_cluster`).
 """
@@ -23,16 +30,14 @@ The caller connects to Ray first (:func:`cluster.runtime.ray_cluster`).
 from __future__ import annotations
 
 import logging
-import platform
 import shutil
 import tempfile
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
 
 import ray
 import ray.data
@@ -57,25 +62,21 @@ from cluster.embedding_parts import (
     throughput_table,
 )
 from encoders.providers import ProviderRequest
-from encoders.variant import load_variant_manifest
-from formats.hashing import sha256_file
-from formats.karpathy import read_captions
-from index_builder.build import caption_metadata
-from index_builder.build_report import REPORT_FILE, BuildReport
-from index_builder.field_schema import CorpusError
-from index_builder.image_checks import check_image_file
-from index_builder.index_writer import index_writer
-from index_builder.ingest import BuildRefusedError, IngestOptions, OnError
-from index_builder.items import BadItem, ImageItem, ItemOrigin, TextItem
-from index_builder.sources import (
-    Corpus,
-    TextTable,
-    corpus_inputs,
-    corpus_kind,
-    stream_corpus,
+from encoders.variant import VariantManifest, load_variant_manifest
+from index_builder.bad_item_policy import (
+    OnError,
+    refuse_bad_items,
+    refuse_decode_failures,
+    refuse_if_empty,
 )
-from storage.layout import COLLECTION_PATTERN
-from storage.writer import CollectionInput, write_bundle
+from index_builder.build_report import BuildReport, CollectionReport
+from index_builder.corpus import Corpus, KarpathyCaptions, corpus_inputs, corpus_kind
+from index_builder.corpus_stream import stream_collection
+from index_builder.field_schema import CorpusError
+from index_builder.image_checks import checked_images
+from index_builder.ingest import IngestOptions, collection_input, write_build
+from index_builder.items import BadItem, ImageItem, TextItem
+from index_builder.preconditions import CollectionPlan, plan_collections
 
 logger = logging.getLogger(__name__)
 
@@ -85,13 +86,6 @@ GpuActors = Literal["auto", "on", "off"]
 class DistributedBuildError(RuntimeError):
     """The Ray job failed (a part failed on every attempt, the cluster went away) or its parts
     do not add up; nothing was written."""
-
-
-@dataclass(frozen=True)
-class CaptionsCorpus:
-    """A Karpathy captions CSV, built as its ``captions`` collection (text tower)."""
-
-    path: Path
 
 
 @dataclass(frozen=True)
@@ -129,11 +123,10 @@ class ClusterOptions:
 
 @dataclass(frozen=True)
 class DistributedResult:
-    """The new version folder, its report (None for a captions build, which writes none, as the
-    single-machine build) and the job's throughput."""
+    """The new version folder, its report and the job's throughput."""
 
     version_dir: Path
-    report: BuildReport | None
+    report: BuildReport
     workers: list[WorkerThroughput]
     embed_wall_s: float
     embed_span_s: float
@@ -197,59 +190,29 @@ def _data_context() -> Any:
     return context
 
 
-def _checked_images(
-    items: Iterable[TextItem | ImageItem], options: IngestOptions, bad: list[BadItem]
-) -> Iterator[TextItem | ImageItem]:
-    """The image items whose files look usable (as the single-machine build checks them, in
-    threads, a chunk at a time); the others go to ``bad``."""
-    chunk: list[ImageItem] = []
-    with ThreadPoolExecutor(max_workers=options.check_workers) as pool:
-
-        def flush() -> Iterator[ImageItem]:
-            faults = pool.map(lambda item: check_image_file(item.file, options.limits), chunk)
-            for item, fault in zip(chunk, faults, strict=True):
-                if fault is None:
-                    yield item
-                else:
-                    bad.append(BadItem(item.origin, fault[0], fault[1], item.item_id))
-
-        for item in items:
-            if not isinstance(item, ImageItem):
-                raise CorpusError("an image corpus yielded a text item")
-            chunk.append(item)
-            if len(chunk) == 256:
-                yield from flush()
-                chunk = []
-        yield from flush()
+def _image_items(items: Iterable[TextItem | ImageItem]) -> Iterator[ImageItem]:
+    for item in items:
+        if not isinstance(item, ImageItem):
+            raise CorpusError("an image corpus yielded a text item")
+        yield item
 
 
-def _nothing_left(read: int) -> str:
-    return f"nothing to index: none of the {read} records is usable; nothing written"
-
-
-def _refuse(bad: Sequence[BadItem], read: int, headline: str) -> NoReturn:
-    raise BuildRefusedError(bad, read=read, headline=headline)
-
-
-def _inputs(corpus: Corpus | CaptionsCorpus) -> dict[str, object]:
-    if isinstance(corpus, CaptionsCorpus):
-        return {"path": str(corpus.path), "sha256": sha256_file(corpus.path)}
-    return corpus_inputs(corpus)
-
-
-def _caption_items(corpus: CaptionsCorpus, limit: int | None) -> list[TextItem]:
-    records = read_captions(corpus.path)
-    if limit is not None:
-        records = records[:limit]
-    return [
-        TextItem(
-            item_id=record.key,
-            text=record.text,
-            origin=ItemOrigin(str(corpus.path), row=record.row + 1),
-            metadata=caption_metadata(record),  # type: ignore[arg-type]
-        )
-        for record in records
-    ]
+def _plan(corpus: Corpus, manifest: VariantManifest, options: IngestOptions) -> CollectionPlan:
+    """The one collection this build writes, planned as the single-machine build plans it;
+    of Karpathy captions, the ``captions`` collection (their text tower) only."""
+    towers: list[str] = list(manifest.towers)
+    if isinstance(corpus, KarpathyCaptions):
+        if corpus.images_dir is not None:
+            raise CorpusError(
+                "the distributed build embeds Karpathy captions into their captions collection "
+                "only: leave out the images folder (python -m index_builder build --captions "
+                "--images-dir builds the images collection too)"
+            )
+        towers = [tower for tower in towers if tower == "text"]
+    plans = plan_collections(corpus, towers, variant=manifest.name, collection=options.collection)
+    if len(plans) != 1:
+        raise CorpusError(f"the distributed build writes one collection, not {len(plans)}")
+    return plans[0]
 
 
 def _run_parts(
@@ -296,7 +259,7 @@ def _cause(error: BaseException) -> str:
 
 
 def distributed_build(
-    corpus: Corpus | CaptionsCorpus,
+    corpus: Corpus,
     *,
     variant_dir: Path,
     bundles_root: Path,
@@ -306,69 +269,43 @@ def distributed_build(
     version: str | None = None,
 ) -> DistributedResult:
     """Read ``corpus`` on this machine, embed it on the cluster, write one collection of a new
-    bundle version (``options.collection``; ``captions`` for a :class:`CaptionsCorpus`).
+    bundle version (``options.collection``; ``captions`` for Karpathy captions).
 
-    Raises :class:`BuildRefusedError`, :class:`CorpusError`, ``formats.errors.FormatError``,
-    ``encoders.variant.VariantError``, ``storage.manifest.BundleError`` as the
-    single-machine build, and :class:`DistributedBuildError`; nothing is written then.
+    Raises :class:`~index_builder.bad_item_policy.BuildRefusedError`, :class:`CorpusError`,
+    ``formats.errors.FormatError``, ``encoders.variant.VariantError``,
+    ``storage.manifest.BundleError`` as the single-machine build, and
+    :class:`DistributedBuildError`; nothing is written then.
     """
-    captions = isinstance(corpus, CaptionsCorpus)
-    collection = "captions" if captions else options.collection
-    if not COLLECTION_PATTERN.match(collection):
-        raise CorpusError(f"collection name {collection!r} does not match ^[a-z][a-z0-9_]{{0,63}}$")
     manifest = load_variant_manifest(variant_dir)
-    tower: Literal["text", "image"] = (
-        "text" if isinstance(corpus, TextTable | CaptionsCorpus) else "image"
-    )
-    if tower not in manifest.towers:
-        raise CorpusError(
-            "a table of texts needs a variant with a text tower"
-            if tower == "text"
-            else "images need a variant with an image tower"
-        )
+    plan = _plan(corpus, manifest, options)
     actors = _actors(cluster)
     started = time.perf_counter()
-    inputs = _inputs(corpus)
+    inputs = corpus_inputs(corpus)
     bundle_dir = bundles_root / name
     staging_parent = cluster.staging_root or bundle_dir
     staging_parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".ray-build-", dir=staging_parent))
     try:
         timings: dict[str, float] = {}
-        bad: list[BadItem] = []
-        if isinstance(corpus, CaptionsCorpus):
-            caption_items = _caption_items(corpus, options.limit)
-            read = len(caption_items)
-            fields = None
-            notes: dict[str, object] = {}
-            specs = split_into_parts(caption_items, staging, cluster.part_size)
-            del caption_items
-        else:
-            stream = stream_corpus(
-                corpus, declared=options.fields, limit=options.limit, progress=options.progress
+        checked: list[BadItem] = []
+        stream = stream_collection(
+            corpus, plan, declared=options.fields, limit=options.limit, progress=options.progress
+        )
+        read = stream.read
+        items: Iterable[TextItem | ImageItem] = stream.items()
+        if plan.tower == "image":
+            items = checked_images(
+                _image_items(items), options.limits, checked, workers=options.check_workers
             )
-            read = stream.read
-            fields = stream.schema.types
-            notes = dict(stream.notes)
-            items: Iterable[TextItem | ImageItem] = stream.items()
-            if tower == "image":
-                items = _checked_images(items, options, bad)
-            specs = split_into_parts(items, staging, cluster.part_size)
-            bad = list(stream.bad) + bad
+        specs = split_into_parts(items, staging, cluster.part_size)
+        bad = list(stream.bad) + checked
         timings["read"] = time.perf_counter() - started
-        if bad and options.on_error is OnError.REFUSE:
-            _refuse(
-                bad,
-                read,
-                f"refused: {len(bad)} of {read} records are bad; nothing was embedded or "
-                "written (--on-error skip leaves them out)",
-            )
-        if not specs:
-            _refuse(bad, read, _nothing_left(read))
+        refuse_bad_items(bad, read, options.on_error)
+        refuse_if_empty(plan.name, sum(spec.count for spec in specs), bad, read)
 
         config = EmbedConfig(
             variant_dir=Path(variant_dir).resolve(),
-            tower=tower,
+            tower=plan.tower,
             staging=staging.resolve(),
             providers=cluster.providers,
             intra_op_threads=actors.threads,
@@ -389,16 +326,9 @@ def distributed_build(
         _check_variant(results, manifest.name, manifest.fingerprint)
         failed = failed_items(staging, results)
         bad.extend(failed)
-        if failed and options.on_error is OnError.REFUSE:
-            _refuse(
-                bad,
-                read,
-                f"refused: {len(failed)} image(s) could not be decoded while embedding; "
-                "nothing was written (--on-error skip leaves them out)",
-            )
+        refuse_decode_failures(bad, len(failed), read, options.on_error, stopped=False)
         assembled = assemble(staging, results, manifest.dim)
-        if not assembled.ids:
-            _refuse(bad, read, _nothing_left(read))
+        refuse_if_empty(plan.name, len(assembled.ids), bad, read)
         workers = throughput_by_worker(results)
         attempts = attempts_per_part(staging)
         retried = {part: tried for part, tried in attempts.items() if len(tried) > 1}
@@ -407,42 +337,45 @@ def distributed_build(
         ray_info = _ray_info(
             actors, specs, workers, retried, indexed, timings["embed"], span, cluster
         )
-        report: BuildReport | None = None
-        extra_files: dict[str, bytes] = {}
-        if not isinstance(corpus, CaptionsCorpus):
-            timings["total"] = time.perf_counter() - started
-            report = BuildReport(
-                collection=collection,
-                kind=corpus_kind(corpus),
-                inputs=inputs,
-                on_error=options.on_error.value,
-                read=read,
-                indexed=indexed,
-                skipped=sorted(bad, key=BadItem.sort_key),
-                fields=fields or {},
-                timings=timings,
-                notes={**notes, "ray": ray_info},
-            )
-            extra_files[REPORT_FILE] = report.to_bytes()
-        build_info = _build_info(report, collection, inputs, timings, results, ray_info)
-        collection_input = CollectionInput(
-            name=collection,
-            ids=assembled.ids,
-            metadata=assembled.metadata,
-            vectors=assembled.vectors,
-            index=index_writer(options.factory, options.index),
-            fields=fields,
-            image_paths=[Path(path) for path in assembled.payloads] if tower == "image" else None,
+        collection = collection_input(
+            plan.name,
+            assembled.ids,
+            assembled.metadata,
+            assembled.vectors,
+            stream.schema,
+            options,
+            image_paths=(
+                [Path(path) for path in assembled.payloads] if plan.tower == "image" else None
+            ),
         )
-        version_dir = write_bundle(
+        report = BuildReport(
+            kind=corpus_kind(corpus),
+            inputs=inputs,
+            on_error=options.on_error.value,
+            collections=[
+                CollectionReport(
+                    name=plan.name,
+                    read=read,
+                    indexed=indexed,
+                    skipped=sorted(bad, key=BadItem.sort_key),
+                    fields=dict(collection.fields or {}),
+                    timings=timings,
+                    notes=dict(stream.notes),
+                )
+            ],
+            total=time.perf_counter() - started,
+            notes={"ray": ray_info},
+        )
+        version_dir = write_build(
             bundles_root,
             name,
-            [collection_input],
+            [collection],
+            report,
             variant_name=manifest.name,
             variant_fingerprint=manifest.fingerprint,
+            providers=sorted({provider for result in results for provider in result.providers}),
             version=version,
-            build_info=build_info,
-            extra_files=extra_files,
+            extra_info={"mode": "ray", "ray": ray_info},
         )
     finally:
         if not cluster.keep_staging:
@@ -499,26 +432,3 @@ def _ray_info(
             },
         },
     }
-
-
-def _build_info(
-    report: BuildReport | None,
-    collection: str,
-    inputs: Mapping[str, object],
-    timings: Mapping[str, float],
-    results: Sequence[PartResult],
-    ray_info: Mapping[str, object],
-) -> dict[str, object]:
-    """The manifest's ``build_info``: the single-machine build's (its ``source`` for captions,
-    which have no report), with ``mode``, the providers the workers used and ``ray``."""
-    providers = sorted({provider for result in results for provider in result.providers})
-    common: dict[str, object] = {
-        "mode": "ray",
-        "embed_seconds": {collection: round(timings["embed"], 3)},
-        "providers": providers,
-        "host": platform.node(),
-        "ray": dict(ray_info),
-    }
-    if report is None:
-        return {**common, "source": dict(inputs)}
-    return {**common, **report.build_info(), "report": REPORT_FILE}

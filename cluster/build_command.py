@@ -15,18 +15,13 @@ import sys
 from pathlib import Path
 from typing import cast
 
-from cluster.build import (
-    CaptionsCorpus,
-    ClusterOptions,
-    DistributedBuildError,
-    GpuActors,
-    distributed_build,
-)
+from cluster.build import ClusterOptions, DistributedBuildError, GpuActors, distributed_build
 from cluster.embedding_parts import DEFAULT_PART_SIZE
 from cluster.runtime import ClusterError, add_ray_arguments, ray_cluster, ray_options_from
 from encoders.providers import ProviderRequest
 from encoders.variant import VariantError
 from formats.errors import FormatError
+from index_builder.bad_item_policy import BuildRefusedError
 from index_builder.build_options import (
     add_build_arguments,
     corpus_from,
@@ -37,8 +32,6 @@ from index_builder.build_options import (
 )
 from index_builder.field_schema import CorpusError
 from index_builder.index_plan import IndexPlanError, IndexSpec
-from index_builder.ingest import BuildRefusedError
-from index_builder.sources import Corpus
 from storage.manifest import BundleError
 
 
@@ -104,14 +97,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     build.set_defaults(handler=_handle, parser=build)
 
 
-def _corpus(kind: str, args: argparse.Namespace) -> Corpus | CaptionsCorpus:
-    if kind == "captions":
-        return CaptionsCorpus(path=args.captions)
-    return corpus_from(args, kind)
-
-
 def _build(args: argparse.Namespace, kind: str, index: IndexSpec | None) -> int:
     options = ingest_options(args, kind, index)
+    corpus = corpus_from(args, kind)  # --captions: read here, before a cluster is started
     cluster = ClusterOptions(
         workers=args.workers,
         part_size=args.part_size,
@@ -124,7 +112,7 @@ def _build(args: argparse.Namespace, kind: str, index: IndexSpec | None) -> int:
     ray_options = ray_options_from(args)
     with ray_cluster(ray_options):
         result = distributed_build(
-            _corpus(kind, args),
+            corpus,
             variant_dir=args.variant,
             bundles_root=args.bundles_root,
             name=args.name,
@@ -132,9 +120,8 @@ def _build(args: argparse.Namespace, kind: str, index: IndexSpec | None) -> int:
             cluster=cluster,
             version=args.version,
         )
-    if result.report is not None:
-        for line in result.report.summary():
-            print(line, file=sys.stderr)
+    for line in result.report.summary():
+        print(line, file=sys.stderr)
     print(result.throughput_table(), file=sys.stderr)
     if result.retried_parts:
         retried = ", ".join(str(part) for part in sorted(result.retried_parts))

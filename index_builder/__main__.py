@@ -1,9 +1,10 @@
 """``python -m index_builder``: build and verify index bundles.
 
-``build`` takes exactly one input: ``--captions`` (a Karpathy-format captions CSV, the legacy
-``captions``/``images`` collections), ``--texts`` (a JSONL / CSV / Parquet table of texts),
-``--images`` (a folder of images, optional ``--metadata`` sidecar) or ``--image-table`` (a table
-of image paths). See docs/ingest.md.
+``build`` takes exactly one input: ``--captions`` (a Karpathy-format captions CSV: the
+``captions`` collection, and with an image tower and ``--images-dir`` the ``images`` one),
+``--texts`` (a JSONL / CSV / Parquet table of texts), ``--images`` (a folder of images, optional
+``--metadata`` sidecar) or ``--image-table`` (a table of image paths), all through one pipeline
+(:func:`index_builder.ingest.ingest`). See docs/ingest.md.
 """
 
 from __future__ import annotations
@@ -18,38 +19,40 @@ from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import VariantError, load_variant_manifest
 from formats.errors import FormatError
-from formats.karpathy import read_captions
-from index_builder.build import BuildInputs, build_bundle
+from index_builder.bad_item_policy import BuildRefusedError
 from index_builder.build_options import (
     add_build_arguments,
     corpus_from,
-    factory_of,
     index_spec,
     ingest_options,
     input_kind,
 )
 from index_builder.field_schema import CorpusError
 from index_builder.index_plan import IndexPlanError
-from index_builder.ingest import BuildRefusedError, ingest
+from index_builder.ingest import ingest
+from index_builder.preconditions import plan_collections
 from storage.layout import CURRENT_FILE
 from storage.manifest import BundleError, verify_bundle
 from storage.reader import resolve_current
 
 
-def _ingest(kind: str, args: argparse.Namespace) -> int:
+def _build(args: argparse.Namespace) -> int:
+    kind = input_kind(args.parser, args)
+    options = ingest_options(args, kind, index_spec(args.parser, args))
     manifest = load_variant_manifest(args.variant)
-    tower = "text" if kind == "texts" else "image"
-    if tower not in manifest.towers:
-        raise CorpusError(f"variant {manifest.name} has no {tower} tower: it cannot embed --{kind}")
-    options = ingest_options(args, kind, args.index_spec)
+    corpus = corpus_from(args, kind)
+    plans = plan_collections(
+        corpus, manifest.towers, variant=manifest.name, collection=options.collection
+    )
+    towers = {plan.tower for plan in plans}  # load only the towers the build uses
     text_encoder = (
-        OnnxTextEncoder(args.variant, providers=args.providers) if tower == "text" else None
+        OnnxTextEncoder(args.variant, providers=args.providers) if "text" in towers else None
     )
     image_encoder = (
-        OnnxImageEncoder(args.variant, providers=args.providers) if tower == "image" else None
+        OnnxImageEncoder(args.variant, providers=args.providers) if "image" in towers else None
     )
     result = ingest(
-        corpus_from(args, kind),
+        corpus,
         text_encoder=text_encoder,
         image_encoder=image_encoder,
         bundles_root=args.bundles_root,
@@ -60,40 +63,6 @@ def _ingest(kind: str, args: argparse.Namespace) -> int:
     for line in result.report.summary():
         print(line, file=sys.stderr)
     print(result.version_dir)
-    return 0
-
-
-def _build(args: argparse.Namespace) -> int:
-    kind = input_kind(args.parser, args)
-    args.index_spec = index_spec(args.parser, args)
-    if kind != "captions":
-        return _ingest(kind, args)
-    manifest = load_variant_manifest(args.variant)
-    records = read_captions(args.captions)
-    if args.limit is not None:
-        records = records[: args.limit]
-    text_encoder = (
-        OnnxTextEncoder(args.variant, providers=args.providers)
-        if "text" in manifest.towers
-        else None
-    )
-    image_encoder = (
-        OnnxImageEncoder(args.variant, providers=args.providers)
-        if "image" in manifest.towers
-        else None
-    )
-    version_dir = build_bundle(
-        BuildInputs(records=records, images_dir=args.images_dir, source=args.captions),
-        text_encoder=text_encoder,
-        image_encoder=image_encoder,
-        bundles_root=args.bundles_root,
-        name=args.name,
-        version=args.version,
-        factory=factory_of(args),
-        index=args.index_spec,
-        progress=not args.no_progress,
-    )
-    print(version_dir)
     return 0
 
 
@@ -130,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_build_arguments(
         build,
-        captions_help="Karpathy captions CSV (legacy collections)",
+        captions_help="Karpathy captions CSV (collections captions, and images with --images-dir)",
         images_dir=True,
         limit_type=int,
     )

@@ -2,7 +2,8 @@
 ``python -m cluster build``: one input (``--captions``, ``--texts``, ``--images`` or
 ``--image-table``) and the options that fit it, the bundle's name and version, the index
 (``--factory``, or ``--index`` planned and tuned with ``--target-recall`` ...), and what they
-become: the input kind, the :class:`IndexSpec`, the :class:`IngestOptions` and the corpus.
+become: the input kind, the :class:`IndexSpec`, the :class:`IngestOptions` and the corpus
+(``--captions``: its records read, the first ``--limit`` of them).
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from pathlib import Path
 
 from encoders.image_decode import ImageLimits
 from formats.field_types import FieldType, parse_field_declaration
+from formats.karpathy import read_captions
+from index_builder.bad_item_policy import OnError
+from index_builder.corpus import Corpus, ImageFolderCorpus, ImageTable, KarpathyCaptions, TextTable
 from index_builder.embed import BUILD_IMAGE_LIMITS
 from index_builder.field_schema import CorpusError
 from index_builder.index_plan import INDEX_KINDS, IndexPlanError, IndexSpec, parse_byte_size
-from index_builder.ingest import IngestOptions, OnError, default_collection_name
-from index_builder.sources import Corpus, ImageFolderCorpus, ImageTable, TextTable
+from index_builder.ingest import IngestOptions
+from index_builder.preconditions import CAPTIONS_COLLECTION, default_collection_name
 
 INPUT_KINDS = ("captions", "texts", "images", "image_table")
 """The input options, as ``argparse`` dests; a build takes exactly one."""
@@ -31,9 +35,9 @@ _OPTION_KINDS = {
     "id_column": ("texts", "image_table"),
     "collection": ("texts", "images", "image_table"),
     "fields": ("texts", "images", "image_table"),
-    "on_error": ("texts", "images", "image_table"),
-    "max_image_bytes": ("images", "image_table"),
-    "max_image_pixels": ("images", "image_table"),
+    "on_error": ("captions", "texts", "images", "image_table"),
+    "max_image_bytes": ("captions", "images", "image_table"),
+    "max_image_pixels": ("captions", "images", "image_table"),
 }
 # Options that tune --index (dest → flag); each needs --index.
 _INDEX_OPTIONS = {
@@ -236,7 +240,8 @@ def factory_of(args: argparse.Namespace) -> str:
 
 
 def ingest_options(args: argparse.Namespace, kind: str, index: IndexSpec | None) -> IngestOptions:
-    """The options as :class:`IngestOptions` (the ``captions`` collection for ``--captions``).
+    """The options as :class:`IngestOptions` (``--captions`` names its collections itself:
+    ``captions``, and ``images`` with an image tower).
 
     Raises :class:`CorpusError` for a field declared twice or a bundle name that gives no
     collection name."""
@@ -250,7 +255,7 @@ def ingest_options(args: argparse.Namespace, kind: str, index: IndexSpec | None)
         max_pixels=args.max_image_pixels or BUILD_IMAGE_LIMITS.max_pixels,
         formats=BUILD_IMAGE_LIMITS.formats,
     )
-    collection = "captions" if kind == "captions" else None
+    collection = CAPTIONS_COLLECTION if kind == "captions" else None
     return IngestOptions(
         collection=collection or args.collection or default_collection_name(args.name),
         on_error=OnError(args.on_error or OnError.REFUSE.value),
@@ -264,7 +269,17 @@ def ingest_options(args: argparse.Namespace, kind: str, index: IndexSpec | None)
 
 
 def corpus_from(args: argparse.Namespace, kind: str) -> Corpus:
-    """The corpus of ``--texts``, ``--images`` or ``--image-table`` (``kind``)."""
+    """The corpus of ``--captions`` (its records read from the CSV, the first ``--limit`` of
+    them, and ``--images-dir`` where the parser has it), ``--texts``, ``--images`` or
+    ``--image-table`` (``kind``). Raises ``formats.errors.FormatError`` or ``OSError`` for a
+    captions file that cannot be read."""
+    if kind == "captions":
+        records = read_captions(args.captions)
+        if args.limit is not None:
+            records = records[: args.limit]
+        return KarpathyCaptions(
+            records=records, source=args.captions, images_dir=getattr(args, "images_dir", None)
+        )
     if kind == "texts":
         return TextTable(
             path=args.texts,

@@ -4,18 +4,27 @@
 its format and pixel count from the header alone (no pixel is decoded). What only a full decode
 finds (a truncated or corrupt file) is named by :func:`image_problem` when the embedding meets
 it. Both give a :class:`~index_builder.items.Problem` and a reason in words.
+:func:`checked_images` runs the check over a build's image items, a few files at a time in
+threads, for the single-machine and the distributed build alike.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Final
 
 from PIL import Image, UnidentifiedImageError
+from tqdm import tqdm
 
 from encoders.image_decode import ImageDecodeError, ImageLimits
-from index_builder.items import Problem
+from index_builder.items import BadItem, ImageItem, Problem
+
+CHECK_CHUNK: Final = 256
+"""Image items checked together (in threads) before the kept ones are passed on."""
 
 ImageFault = tuple[Problem, str]
 """A problem and its reason."""
@@ -78,3 +87,38 @@ def image_problem(error: ImageDecodeError | OSError) -> ImageFault:
     if error.reason in ("too_many_bytes", "too_many_pixels"):
         return Problem.OVERSIZED_IMAGE, error.message
     return Problem.UNREADABLE_IMAGE, error.message
+
+
+def checked_images(
+    items: Iterable[ImageItem],
+    limits: ImageLimits,
+    bad: list[BadItem],
+    *,
+    workers: int = 4,
+    progress: bool = False,
+    total: int | None = None,
+) -> Iterator[ImageItem]:
+    """The items whose files look usable under ``limits`` (:func:`check_image_file`), in order;
+    every other becomes a bad item in ``bad``. Files are checked in ``workers`` threads, a chunk
+    at a time, so a stream of items is never held whole."""
+    with (
+        ThreadPoolExecutor(max_workers=workers) as pool,
+        tqdm(total=total, desc="checking images", unit="image", disable=not progress) as bar,
+    ):
+
+        def flush(chunk: list[ImageItem]) -> Iterator[ImageItem]:
+            faults = pool.map(lambda item: check_image_file(item.file, limits), chunk)
+            for item, fault in zip(chunk, faults, strict=True):
+                bar.update(1)
+                if fault is None:
+                    yield item
+                else:
+                    bad.append(BadItem(item.origin, fault[0], fault[1], item.item_id))
+
+        chunk: list[ImageItem] = []
+        for item in items:
+            chunk.append(item)
+            if len(chunk) == CHECK_CHUNK:
+                yield from flush(chunk)
+                chunk = []
+        yield from flush(chunk)

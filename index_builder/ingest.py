@@ -1,18 +1,25 @@
-"""Building a bundle from any corpus: a table of texts, a folder of images, a table of images.
+"""Building a bundle from any corpus: a table of texts, a folder of images, a table of images,
+Karpathy captions (with their images).
 
 The stages, each with a progress bar:
 
-1. **read** every record into an item or a bad item (:mod:`index_builder.sources`);
+0. **plan** the collections the corpus yields with the towers given, and check their names
+   (:mod:`index_builder.preconditions`);
+1. **read** every record of each collection into an item or a bad item
+   (:mod:`index_builder.readers`);
 2. **check** image files without decoding them — size, format, pixel count
    (:mod:`index_builder.image_checks`);
-3. with ``on_error=refuse`` and any bad item: stop here, before embedding, writing nothing;
-4. **embed** the items (:mod:`index_builder.embed`); an image that fails to decode is a bad
-   item too — with ``refuse`` the job stops at its batch and writes nothing;
-5. **write** one collection and ``build_report.json`` with :func:`write_bundle` (atomic: an
-   interrupted build leaves the previous version serving and no half folder).
+3. with ``on_error=refuse`` and any bad item in any collection: stop here, before embedding,
+   writing nothing (:mod:`index_builder.bad_item_policy`);
+4. **embed** each collection's items (:mod:`index_builder.embed`); an image that fails to
+   decode is a bad item too — with ``refuse`` the job stops at its batch and writes nothing;
+5. **write** every collection and one ``build_report.json`` with :func:`write_bundle` (atomic:
+   an interrupted build leaves the previous version serving and no half folder).
 
 With ``on_error=skip`` the bad items are left out and listed in the report; the build fails
-only when no item is left.
+only when a collection is left with no item. The distributed build (``cluster.build``) runs the
+same plan, reading, checks, refusals, report and writing (:func:`collection_input`,
+:func:`write_build`) around its own embedding stage.
 """
 
 from __future__ import annotations
@@ -21,65 +28,42 @@ import logging
 import platform
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
-from typing import Final
 
 import numpy as np
-from tqdm import tqdm
 
 from encoders.image_decode import ImageLimits
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from formats.field_types import FieldType
-from index_builder.build_report import REPORT_FILE, BuildReport, problem_lines
+from index_builder.bad_item_policy import (
+    OnError,
+    refuse_bad_items,
+    refuse_decode_failures,
+    refuse_if_empty,
+)
+from index_builder.build_report import REPORT_FILE, BuildReport, CollectionReport
+from index_builder.corpus import Corpus, corpus_inputs, corpus_kind
 from index_builder.embed import BUILD_IMAGE_LIMITS, embed_images, embed_texts
-from index_builder.field_schema import CorpusError
-from index_builder.image_checks import check_image_file, image_problem
+from index_builder.field_schema import FieldSchema
+from index_builder.image_checks import checked_images, image_problem
 from index_builder.index_plan import IndexSpec
 from index_builder.index_writer import index_writer
 from index_builder.items import BadItem, ImageItem, TextItem
-from index_builder.sources import (
-    Corpus,
-    ImageFolderCorpus,
-    ImageTable,
-    TextTable,
-    corpus_inputs,
-    corpus_kind,
-    read_corpus,
-)
-from storage.layout import COLLECTION_PATTERN
+from index_builder.preconditions import CollectionPlan, encoder_variant, plan_collections
+from index_builder.readers import read_collection
+from index_builder.record_typing import stored_fields
 from storage.writer import CollectionInput, write_bundle
 
 logger = logging.getLogger(__name__)
 
-SHOWN_REFUSALS: Final = 50
-
-
-class OnError(StrEnum):
-    """What a build does with bad items."""
-
-    REFUSE = "refuse"
-    SKIP = "skip"
-
-
-def default_collection_name(bundle_name: str) -> str:
-    """``My-Products.v2`` → ``my_products_v2``; :class:`CorpusError` when that is still no
-    collection name (then ``--collection`` must name one)."""
-    candidate = bundle_name.lower().replace("-", "_").replace(".", "_")
-    if not COLLECTION_PATTERN.match(candidate):
-        raise CorpusError(
-            f"cannot derive a collection name from bundle name {bundle_name!r} ({candidate!r} "
-            "does not match ^[a-z][a-z0-9_]{0,63}$): give --collection"
-        )
-    return candidate
-
 
 @dataclass(frozen=True)
 class IngestOptions:
-    """How to build: the collection's name, the bad-item policy, declared field types, image
-    limits, the faiss factory or an index spec, an item limit, progress bars and batch sizes."""
+    """How to build: the collection's name (of a table of texts, a folder or a table of images;
+    Karpathy captions name theirs ``captions`` and ``images``), the bad-item policy, declared
+    field types, image limits, the faiss factory or an index spec, an item limit, progress bars
+    and batch sizes."""
 
     collection: str
     on_error: OnError = OnError.REFUSE
@@ -96,21 +80,6 @@ class IngestOptions:
     check_workers: int = 4
 
 
-class BuildRefusedError(Exception):
-    """The build found bad items under ``on_error=refuse`` (or nothing left to index) and
-    wrote nothing. ``bad`` lists them; ``str()`` names each, up to a cap."""
-
-    def __init__(self, bad: Sequence[BadItem], *, read: int, headline: str) -> None:
-        self.bad = sorted(bad, key=BadItem.sort_key)
-        self.read = read
-        self.headline = headline
-        super().__init__("\n".join(self.lines()))
-
-    def lines(self) -> list[str]:
-        """The headline, then one ``file:line: reason`` line per bad item (capped)."""
-        return [self.headline, *problem_lines(self.bad, limit=SHOWN_REFUSALS, indent="  ")]
-
-
 @dataclass(frozen=True)
 class IngestResult:
     """The new version folder and the build's report."""
@@ -119,39 +88,18 @@ class IngestResult:
     report: BuildReport
 
 
-def _check_images(
-    items: list[ImageItem], options: IngestOptions
-) -> tuple[list[ImageItem], list[BadItem]]:
-    """Split image items into those whose files look usable and bad items."""
-    kept: list[ImageItem] = []
-    bad: list[BadItem] = []
-    with ThreadPoolExecutor(max_workers=options.check_workers) as pool:
-        faults = pool.map(lambda item: check_image_file(item.file, options.limits), items)
-        progress = tqdm(
-            zip(items, faults, strict=True),
-            total=len(items),
-            desc="checking images",
-            unit="image",
-            disable=not options.progress,
-        )
-        for item, fault in progress:
-            if fault is None:
-                kept.append(item)
-            else:
-                bad.append(BadItem(item.origin, fault[0], fault[1], item.item_id))
-    return kept, bad
+@dataclass
+class _Collection:
+    """One collection on its way through the stages."""
 
-
-def _refuse_before_embedding(bad: list[BadItem], read: int, options: IngestOptions) -> None:
-    if bad and options.on_error is OnError.REFUSE:
-        raise BuildRefusedError(
-            bad,
-            read=read,
-            headline=(
-                f"refused: {len(bad)} of {read} records are bad; nothing was embedded or "
-                "written (--on-error skip leaves them out)"
-            ),
-        )
+    plan: CollectionPlan
+    schema: FieldSchema | None
+    read: int
+    notes: dict[str, object]
+    text_items: list[TextItem] = field(default_factory=list)
+    image_items: list[ImageItem] = field(default_factory=list)
+    bad: list[BadItem] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
 
 
 def ingest(
@@ -164,156 +112,229 @@ def ingest(
     options: IngestOptions,
     version: str | None = None,
 ) -> IngestResult:
-    """Read, check, embed and write ``corpus`` as one collection of a new bundle version.
+    """Read, check, embed and write ``corpus`` as the collections of a new bundle version: one
+    for a table or folder (``options.collection``), ``captions`` and/or ``images`` for Karpathy
+    captions, as the towers given allow (:func:`~index_builder.preconditions.plan_collections`).
 
-    Raises :class:`BuildRefusedError` (bad items under ``refuse``, or none left),
-    :class:`CorpusError` (inputs unusable as a whole), ``formats.errors.FormatError`` (a file of
-    no readable format), ``storage.manifest.BundleError`` or
-    ``index_builder.index_plan.IndexPlanError`` (an index the collection cannot have); nothing
-    is written then.
+    Raises :class:`~index_builder.bad_item_policy.BuildRefusedError` (bad items under
+    ``refuse``, or a collection left empty), :class:`~index_builder.field_schema.CorpusError`
+    (inputs unusable as a whole), ``formats.errors.FormatError`` (a file of no readable format),
+    ``storage.manifest.BundleError`` or ``index_builder.index_plan.IndexPlanError`` (an index
+    the collection cannot have); nothing is written then.
     """
-    if not COLLECTION_PATTERN.match(options.collection):
-        raise CorpusError(
-            f"collection name {options.collection!r} does not match ^[a-z][a-z0-9_]{{0,63}}$"
-        )
-    started = time.perf_counter()
-    if isinstance(corpus, TextTable):
-        if text_encoder is None:
-            raise CorpusError("a table of texts needs a variant with a text tower")
-        encoder: TextEncoderProtocol | ImageEncoderProtocol = text_encoder
-    else:
-        if image_encoder is None:
-            raise CorpusError("images need a variant with an image tower")
-        encoder = image_encoder
-    inputs = corpus_inputs(corpus)
-    read_items = read_corpus(
-        corpus, declared=options.fields, limit=options.limit, progress=options.progress
+    variant = encoder_variant(text_encoder, image_encoder)
+    plans = plan_collections(
+        corpus, variant.towers, variant=variant.name, collection=options.collection
     )
-    timings = {"read": time.perf_counter() - started}
-    bad = list(read_items.bad)
-
-    mark = time.perf_counter()
-    metadata: list[Mapping[str, object]]
-    if isinstance(corpus, ImageFolderCorpus | ImageTable):
-        image_items = [item for item in read_items.items if isinstance(item, ImageItem)]
-        image_items, unusable = _check_images(image_items, options)
-        bad.extend(unusable)
-        timings["check"] = time.perf_counter() - mark
-        _refuse_before_embedding(bad, read_items.read, options)
-        _refuse_if_empty(image_items, bad, read_items.read)
-        assert image_encoder is not None
-        mark = time.perf_counter()
-        ids, metadata, vectors, image_paths = _embed_image_items(
-            image_encoder, image_items, bad, read_items.read, options
+    started = time.perf_counter()
+    inputs = corpus_inputs(corpus)
+    collections = [_read_and_check(corpus, plan, options) for plan in plans]
+    read = sum(collection.read for collection in collections)
+    refuse_bad_items([item for c in collections for item in c.bad], read, options.on_error)
+    for collection in collections:
+        kept = len(collection.text_items) + len(collection.image_items)
+        refuse_if_empty(
+            collection.plan.name, kept, collection.bad, collection.read, collections=len(plans)
         )
-    else:
-        text_items = [item for item in read_items.items if isinstance(item, TextItem)]
-        _refuse_before_embedding(bad, read_items.read, options)
-        _refuse_if_empty(text_items, bad, read_items.read)
-        assert text_encoder is not None
+    inputs_to_write: list[CollectionInput] = []
+    for collection in collections:
         mark = time.perf_counter()
-        vectors = embed_texts(
-            text_encoder,
-            [item.text for item in text_items],
-            batch_size=options.text_batch_size,
-            progress=options.progress,
-            description="embedding texts",
+        if collection.plan.tower == "text":
+            assert text_encoder is not None
+            embedded = _embed_texts(text_encoder, collection, options)
+        else:
+            assert image_encoder is not None
+            embedded = _embed_image_items(image_encoder, collection, options)
+        collection.timings["embed"] = time.perf_counter() - mark
+        inputs_to_write.append(embedded)
+        logger.info(
+            "embedded %d items of %s in %.1f s",
+            len(embedded.ids),
+            collection.plan.name,
+            collection.timings["embed"],
         )
-        ids = [item.item_id for item in text_items]
-        metadata = [item.metadata for item in text_items]
-        image_paths = None
-    timings["embed"] = time.perf_counter() - mark
-    timings["total"] = time.perf_counter() - started
-
     report = BuildReport(
-        collection=options.collection,
         kind=corpus_kind(corpus),
         inputs=inputs,
         on_error=options.on_error.value,
-        read=read_items.read,
-        indexed=len(ids),
-        skipped=sorted(bad, key=BadItem.sort_key),
-        fields=read_items.schema.types,
-        timings=timings,
-        notes=read_items.notes,
+        collections=[
+            CollectionReport(
+                name=collection.plan.name,
+                read=collection.read,
+                indexed=len(written.ids),
+                skipped=sorted(collection.bad, key=BadItem.sort_key),
+                fields=dict(written.fields or {}),
+                timings=collection.timings,
+                notes=collection.notes,
+            )
+            for collection, written in zip(collections, inputs_to_write, strict=True)
+        ],
+        total=time.perf_counter() - started,
     )
-    build_info: dict[str, object] = {
-        **report.build_info(),
-        "embed_seconds": {options.collection: round(timings["embed"], 3)},
-        "providers": list(encoder.providers),
-        "host": platform.node(),
-        "report": REPORT_FILE,
-    }
-    collection = CollectionInput(
-        name=options.collection,
-        ids=ids,
-        metadata=metadata,
-        vectors=vectors,
-        index=index_writer(options.factory, options.index),
-        fields=read_items.schema.types,
-        image_paths=image_paths,
-    )
-    version_dir = write_bundle(
+    providers = [
+        provider
+        for encoder in (text_encoder, image_encoder)
+        if encoder is not None
+        for provider in encoder.providers
+    ]
+    version_dir = write_build(
         bundles_root,
         name,
-        [collection],
-        variant_name=encoder.name,
-        variant_fingerprint=encoder.fingerprint,
+        inputs_to_write,
+        report,
+        variant_name=variant.name,
+        variant_fingerprint=variant.fingerprint,
+        providers=list(dict.fromkeys(providers)),
         version=version,
-        build_info=build_info,
-        extra_files={REPORT_FILE: report.to_bytes()},
     )
     logger.info("wrote %s in %.1f s", version_dir, time.perf_counter() - started)
     return IngestResult(version_dir=version_dir, report=report)
 
 
-def _refuse_if_empty(items: Sequence[object], bad: list[BadItem], read: int) -> None:
-    if not items:
-        raise BuildRefusedError(
-            bad,
-            read=read,
-            headline=f"nothing to index: none of the {read} records is usable; nothing written",
+def _read_and_check(corpus: Corpus, plan: CollectionPlan, options: IngestOptions) -> _Collection:
+    """Stages 1 and 2 for one collection."""
+    mark = time.perf_counter()
+    found = read_collection(
+        corpus, plan, declared=options.fields, limit=options.limit, progress=options.progress
+    )
+    collection = _Collection(plan, found.schema, found.read, dict(found.notes), bad=list(found.bad))
+    collection.timings["read"] = time.perf_counter() - mark
+    if plan.tower == "text":
+        collection.text_items = [item for item in found.items if isinstance(item, TextItem)]
+        return collection
+    mark = time.perf_counter()
+    images = [item for item in found.items if isinstance(item, ImageItem)]
+    collection.image_items = list(
+        checked_images(
+            images,
+            options.limits,
+            collection.bad,
+            workers=options.check_workers,
+            progress=options.progress,
+            total=len(images),
         )
+    )
+    collection.timings["check"] = time.perf_counter() - mark
+    return collection
+
+
+def _embed_texts(
+    encoder: TextEncoderProtocol, collection: _Collection, options: IngestOptions
+) -> CollectionInput:
+    items = collection.text_items
+    vectors = embed_texts(
+        encoder,
+        [item.text for item in items],
+        batch_size=options.text_batch_size,
+        progress=options.progress,
+        description=f"embedding {collection.plan.name}",
+    )
+    return collection_input(
+        collection.plan.name,
+        [item.item_id for item in items],
+        [item.metadata for item in items],
+        vectors,
+        collection.schema,
+        options,
+    )
 
 
 def _embed_image_items(
-    encoder: ImageEncoderProtocol,
-    items: list[ImageItem],
-    bad: list[BadItem],
-    read: int,
-    options: IngestOptions,
-) -> tuple[list[str], list[Mapping[str, object]], np.ndarray, list[Path]]:
-    refuse = options.on_error is OnError.REFUSE
+    encoder: ImageEncoderProtocol, collection: _Collection, options: IngestOptions
+) -> CollectionInput:
+    items = collection.image_items
     embedding = embed_images(
         encoder,
         [item.file for item in items],
         batch_size=options.image_batch_size,
         decode_workers=options.decode_workers,
         limits=options.limits,
-        stop_at_failure=refuse,
+        stop_at_failure=options.on_error is OnError.REFUSE,
         progress=options.progress,
+        description=f"embedding {collection.plan.name}",
     )
     for position, error in embedding.failures:
         item = items[position]
         problem, reason = image_problem(error)
-        bad.append(BadItem(item.origin, problem, reason, item.item_id))
-    if refuse and embedding.failures:
-        later = (
-            " (the build stopped there: later images were not tried)" if embedding.stopped else ""
-        )
-        raise BuildRefusedError(
-            bad,
-            read=read,
-            headline=(
-                f"refused: {len(bad)} image(s) could not be decoded while embedding{later}; "
-                "nothing was written (--on-error skip leaves them out)"
-            ),
-        )
+        collection.bad.append(BadItem(item.origin, problem, reason, item.item_id))
+    refuse_decode_failures(
+        collection.bad,
+        len(embedding.failures),
+        collection.read,
+        options.on_error,
+        stopped=embedding.stopped,
+    )
     kept = [items[position] for position in embedding.embedded]
-    _refuse_if_empty(kept, bad, read)
-    return (
+    refuse_if_empty(collection.plan.name, len(kept), collection.bad, collection.read)
+    return collection_input(
+        collection.plan.name,
         [item.item_id for item in kept],
         [item.metadata for item in kept],
         embedding.vectors,
-        [item.file for item in kept],
+        collection.schema,
+        options,
+        image_paths=[item.file for item in kept],
+    )
+
+
+def collection_input(
+    name: str,
+    ids: Sequence[str],
+    metadata: Sequence[Mapping[str, object]],
+    vectors: np.ndarray,
+    schema: FieldSchema | None,
+    options: IngestOptions,
+    *,
+    image_paths: Sequence[Path] | None = None,
+) -> CollectionInput:
+    """One embedded collection as the bundle writer takes it: its index as ``options`` asks,
+    its fields typed by ``schema`` (or, without one, by the stored values, as the writer would
+    infer them: :func:`~index_builder.record_typing.stored_fields`)."""
+    return CollectionInput(
+        name=name,
+        ids=ids,
+        metadata=metadata,
+        vectors=vectors,
+        index=index_writer(options.factory, options.index),
+        fields=stored_fields(schema, metadata),
+        image_paths=image_paths,
+    )
+
+
+def write_build(
+    bundles_root: Path,
+    name: str,
+    collections: Sequence[CollectionInput],
+    report: BuildReport,
+    *,
+    variant_name: str,
+    variant_fingerprint: str,
+    providers: Sequence[str],
+    version: str | None = None,
+    extra_info: Mapping[str, object] | None = None,
+) -> Path:
+    """Write the build's collections and ``build_report.json`` as a new bundle version (atomic,
+    ``CURRENT`` switched). ``build_info`` holds the report's
+    (:meth:`~index_builder.build_report.BuildReport.build_info`), each collection's embedding
+    seconds, the providers, the host, the report's file name and ``extra_info``."""
+    build_info: dict[str, object] = {
+        **(extra_info or {}),
+        **report.build_info(),
+        "embed_seconds": {
+            collection.name: round(collection.timings.get("embed", 0.0), 3)
+            for collection in report.collections
+        },
+        "providers": list(providers),
+        "host": platform.node(),
+        "report": REPORT_FILE,
+    }
+    return write_bundle(
+        bundles_root,
+        name,
+        collections,
+        variant_name=variant_name,
+        variant_fingerprint=variant_fingerprint,
+        version=version,
+        build_info=build_info,
+        extra_files={REPORT_FILE: report.to_bytes()},
     )

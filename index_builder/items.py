@@ -2,7 +2,7 @@
 
 Every record read from the inputs ends as exactly one :class:`TextItem` / :class:`ImageItem`
 (to be embedded) or one :class:`BadItem` (refused or skipped, with its origin and reason), so
-``read == indexed + skipped`` always holds.
+``read == indexed + skipped`` always holds. A reader returns them as :class:`CorpusItems`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from formats.field_types import FieldValue
+from index_builder.field_schema import FieldSchema
 
 
 class Problem(StrEnum):
@@ -109,3 +111,23 @@ class ImageItem:
     file: Path
     origin: ItemOrigin
     metadata: dict[str, FieldValue] = field(default_factory=dict)
+
+
+_Item = TypeVar("_Item", TextItem, ImageItem)
+
+
+@dataclass
+class CorpusItems(Generic[_Item]):
+    """What a reader made of a corpus, for one collection.
+
+    ``read`` counts the records read (an image file once; a sidecar row naming no image on its
+    own), and ``read == len(items) + len(bad)``. ``schema`` types every metadata field; None
+    for a kind that declares no types (Karpathy captions), whose stored values then type the
+    fields as the bundle writer infers them (``storage.columns.infer_fields``).
+    """
+
+    items: list[_Item]
+    bad: list[BadItem]
+    schema: FieldSchema | None
+    read: int
+    notes: dict[str, object] = field(default_factory=dict)

@@ -15,23 +15,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster.build import (
-    CaptionsCorpus,
-    ClusterOptions,
-    DistributedResult,
-    distributed_build,
-)
+from cluster.build import ClusterOptions, DistributedResult, distributed_build
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import CaptionRecord, write_captions
-from index_builder.build import build_captions_bundle
-from index_builder.ingest import BuildRefusedError, IngestOptions, OnError, ingest
-from index_builder.sources import ImageFolderCorpus, TextTable
+from index_builder.bad_item_policy import BuildRefusedError, OnError
+from index_builder.corpus import Corpus, ImageFolderCorpus, TextTable
+from index_builder.ingest import IngestOptions, ingest
 from storage.manifest import verify_bundle
 from storage.reader import load_bundle
 from tests.fakes.tiny_image_variant import make_tiny_image_variant
 from tests.fakes.tiny_variant import WORDS, make_tiny_variant
 from tests.fakes.user_corpora import truncated_png, write_image, write_jsonl
+from tests.unit.index_builder.captions_bundle import build_captions_bundle
 
 pytestmark = pytest.mark.usefixtures("ray_session")
 
@@ -98,7 +94,7 @@ def _single_machine(
 
 
 def _distributed(
-    corpus: TextTable | ImageFolderCorpus | CaptionsCorpus,
+    corpus: Corpus,
     variant: Path,
     root: Path,
     *,
@@ -148,8 +144,14 @@ def test_texts_match_the_single_machine_build_bad_rows_skipped(
     ray_report = json.loads((result.version_dir / "build_report.json").read_text())
     assert ray_report["counts"] == {"read": CORPUS_SIZE, "indexed": CORPUS_SIZE - 4, "skipped": 4}
     assert ray_report["counts"] == local_report["counts"]
-    assert ray_report["skipped"] == local_report["skipped"]
-    assert ray_report["fields"] == local_report["fields"]
+    ray_texts, local_texts = (
+        ray_report["collections"]["texts"],
+        local_report["collections"]["texts"],
+    )
+    assert ray_texts["counts"] == local_texts["counts"]
+    assert ray_texts["skipped"] == local_texts["skipped"]
+    assert ray_texts["fields"] == local_texts["fields"]
+    assert ray_report["schema_version"] == local_report["schema_version"] == 2
     info = verify_bundle(result.version_dir).build_info
     assert info["mode"] == "ray"
     assert info["counts"] == local_report["counts"]
@@ -261,7 +263,7 @@ def test_images_an_undecodable_file_skipped(image_variant: Path, tmp_path: Path)
     )
     _assert_same_bundle(local_dir, result.version_dir, "photos")
     report = json.loads((result.version_dir / "build_report.json").read_text())
-    assert [item["id"] for item in report["skipped"]] == ["017.png"]
+    assert [item["id"] for item in report["collections"]["photos"]["skipped"]] == ["017.png"]
     assert load_bundle(result.version_dir).collections["photos"].thumbnails is not None
 
 
@@ -290,9 +292,9 @@ def test_captions_through_the_command_line(
     local_dir = build_captions_bundle(
         OnnxTextEncoder(text_variant, providers="cpu"),
         list(_captions(200)),
+        source=captions,
         bundles_root=tmp_path / "local",
         name="coco",
-        progress=False,
     )
 
     status = main(
@@ -313,6 +315,10 @@ def test_captions_through_the_command_line(
     assert status == 0, err
     version_dir = Path(out.strip())
     _assert_same_bundle(local_dir, version_dir, "captions")
+    assert "captions: read 200, indexed 200, skipped 0" in err  # reported like every kind
+    report = json.loads((version_dir / "build_report.json").read_text())
+    assert report["kind"] == "captions"
+    assert report["inputs"]["captions"] == str(captions)
     assert "items/s" in err
     assert "\ntotal " in err
 

@@ -19,9 +19,9 @@ import pytest
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import CaptionRecord, read_captions
 from index_builder.__main__ import main as index_main
-from index_builder.build import build_captions_bundle
 from scenes.generate import GenerationConfig, generate_scenes
 from tests.conftest import REPO_ROOT
+from tests.unit.index_builder.captions_bundle import build_captions_bundle
 
 E2E_CAPTIONS = 2_000
 SCENES_MODEL = REPO_ROOT / "models" / "scenes-dual-encoder"
@@ -60,6 +60,7 @@ def served_roots(
     tmp_path_factory: pytest.TempPathFactory,
     minilm_variant_dir: Path,
     real_captions: list[CaptionRecord],
+    data_dir: Path,
 ) -> tuple[Path, Path]:
     """(variants_root, bundles_root) holding the exported MiniLM and a real-captions bundle."""
     root = tmp_path_factory.mktemp("served")
@@ -68,8 +69,9 @@ def served_roots(
     encoder = OnnxTextEncoder(minilm_variant_dir, providers="cpu")
     (variants_root / encoder.name).symlink_to(minilm_variant_dir.resolve())
     bundles_root = root / "bundles"
+    source = data_dir / "coco-karpathy-captions" / "captions_val.csv"
     build_captions_bundle(
-        encoder, real_captions, bundles_root=bundles_root, name="coco-captions", progress=False
+        encoder, real_captions, source=source, bundles_root=bundles_root, name="coco-captions"
     )
     return variants_root, bundles_root
 

@@ -19,11 +19,11 @@ from encoders.image_decode import ImageLimits, decode_image
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
-from index_builder.build import build_captions_bundle
 from scenes.generate import GenerationConfig, generate_scenes
 from storage.reader import LoadedBundle, load_bundle, resolve_current
 from tests.e2e.conftest import LiveService, start_service, stop_service
 from tests.fakes.tiny_variant import make_tiny_variant
+from tests.unit.index_builder.captions_bundle import build_captions_bundle
 
 pytest.importorskip("skimage", reason="the export's parity images need scikit-image")
 tiny_clip = pytest.importorskip("tests.fakes.tiny_clip", reason="needs the export extra")
@@ -76,9 +76,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     build_captions_bundle(
         OnnxTextEncoder(variants_root / TEXT_VARIANT, providers="cpu"),
         read_captions(captions_csv),
+        source=captions_csv,
         bundles_root=bundles_root,
         name="scenes-words",
-        progress=False,
     )
     bundle = load_bundle(resolve_current(bundles_root / "scenes-clip"))
     service = start_service(variants_root, bundles_root, root / "service.log")

@@ -1,11 +1,9 @@
 """The parts of a distributed build, without Ray: part files, embedding a part (idempotent,
-retried), every part exactly once, assembly in order, throughput; the driver's streaming read
-agrees with the single-machine read; the driver's refusals, with the parts run in-process."""
+retried), every part exactly once, assembly in order, throughput."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,20 +32,11 @@ from cluster.embedding_parts import (
 )
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
-from formats.field_types import FieldType
 from index_builder.embed import embed_texts
-from index_builder.field_schema import CorpusError
 from index_builder.items import ImageItem, ItemOrigin, Problem, TextItem
-from index_builder.sources import (
-    ImageFolderCorpus,
-    ImageTable,
-    TextTable,
-    read_corpus,
-    stream_corpus,
-)
 from tests.fakes.tiny_image_variant import make_tiny_image_variant
 from tests.fakes.tiny_variant import make_tiny_variant
-from tests.fakes.user_corpora import truncated_png, write_csv, write_image, write_jsonl
+from tests.fakes.user_corpora import truncated_png, write_image
 
 TEXTS = ["a dog on the couch", "two cats", "the red plane in the sky", "a big ball", "blue sofa"]
 
@@ -248,122 +237,3 @@ def test_throughput_per_worker_and_total() -> None:
     table = throughput_table(workers, 250, 2.0).splitlines()
     assert table[0].split() == ["worker", "parts", "items", "busy", "s", "items/s"]
     assert table[-1].split() == ["total", "3", "250", "2.00", "125.0"]
-
-
-# --- the driver's streaming read ---------------------------------------------------------------
-
-
-def _same_read(corpus: TextTable | ImageTable | ImageFolderCorpus, **options: object) -> None:
-    whole = read_corpus(corpus, **options)  # type: ignore[arg-type]
-    stream = stream_corpus(corpus, **options)  # type: ignore[arg-type]
-    assert stream.schema == whole.schema
-    assert stream.read == whole.read
-    streamed = list(stream.items())
-    assert streamed == whole.items
-    assert sorted(stream.bad, key=lambda item: item.sort_key()) == sorted(
-        whole.bad, key=lambda item: item.sort_key()
-    )
-
-
-def test_streaming_reads_a_jsonl_table_as_the_single_machine_read(tmp_path: Path) -> None:
-    rows: list[dict[str, object] | str] = [
-        {"id": "a", "text": "a dog", "price": 3, "when": "2024-05-01"},
-        {"id": "b", "text": "  ", "price": 2.5},
-        '{"id": "broken',
-        {"id": "a", "text": "again", "price": 1},
-        {"id": "c", "text": "a cat", "price": "n/a", "tags": ["x"]},
-        {"id": "d", "text": "a plane", "price": 7, "tags": ["y"]},
-        {"id": 5, "text": "an int id"},
-        {"text": "no id"},
-    ]
-    table = write_jsonl(tmp_path / "t.jsonl", rows)
-    _same_read(TextTable(table))
-    _same_read(TextTable(table), limit=4)
-    _same_read(TextTable(table), declared={"price": FieldType.FLOAT})
-
-
-def test_streaming_reads_csv_and_image_tables_as_the_single_machine_read(tmp_path: Path) -> None:
-    csv_table = write_csv(
-        tmp_path / "t.csv",
-        ["sku", "description", "price"],
-        [["1", "a dog", "2.5"], ["2", "", "3"], ["1", "dup", "4"], ["3", "cat", "x"]],
-    )
-    _same_read(TextTable(csv_table, id_column="sku", text_column="description"))
-    write_image(tmp_path / "img" / "a.png", "red", "PNG")
-    images = write_jsonl(
-        tmp_path / "images.jsonl",
-        [{"path": "img/a.png", "colour": "red"}, {"path": ""}, {"path": "img/b.png"}],
-    )
-    _same_read(ImageTable(images))
-    _same_read(ImageFolderCorpus(tmp_path / "img"))
-    with pytest.raises(CorpusError, match="missing column"):
-        stream_corpus(TextTable(csv_table))
-
-
-# --- the driver, with the parts embedded in this process ----------------------------------------
-
-
-def _in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("ray")
-    import cluster.build as build
-
-    def run_here(specs: Sequence[PartSpec], config: EmbedConfig, *_: object) -> list[int]:
-        embedder = PartEmbedder(config)
-        return [int(part) for spec in specs for part in embedder({"part": [spec.index]})["part"]]
-
-    monkeypatch.setattr(build, "_actors", lambda _: build._Actors(2, 1.0, 0.0, 1))
-    monkeypatch.setattr(build, "_run_parts", run_here)
-
-
-def test_an_image_that_fails_while_embedding_refuses_the_build(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    _in_process(monkeypatch)
-    from cluster.build import ClusterOptions, distributed_build
-    from index_builder.ingest import BuildRefusedError, IngestOptions, OnError
-
-    variant = tmp_path / "tiny-image"
-    make_tiny_image_variant(variant)
-    for index in range(6):
-        write_image(tmp_path / "photos" / f"{index}.png", "blue", "PNG")
-    (tmp_path / "photos" / "4.png").write_bytes(truncated_png())
-
-    def build(on_error: OnError) -> Path:
-        return distributed_build(
-            ImageFolderCorpus(tmp_path / "photos"),
-            variant_dir=variant,
-            bundles_root=tmp_path / "bundles",
-            name="photos",
-            options=IngestOptions(collection="photos", on_error=on_error, progress=False),
-            cluster=ClusterOptions(part_size=4, providers="cpu"),
-        ).version_dir
-
-    with pytest.raises(BuildRefusedError, match="could not be decoded while embedding") as refused:
-        build(OnError.REFUSE)
-    assert [item.item_id for item in refused.value.bad] == ["4.png"]
-    assert not list((tmp_path / "bundles" / "photos").iterdir())  # nothing written, no staging
-
-    version_dir = build(OnError.SKIP)
-    report = json.loads((version_dir / "build_report.json").read_text())
-    assert report["counts"] == {"read": 6, "indexed": 5, "skipped": 1}
-    assert report["skipped"][0]["problem"] == "unreadable_image"
-
-
-def test_a_variant_without_the_tower_is_refused(
-    monkeypatch: pytest.MonkeyPatch, text_variant: Path, tmp_path: Path
-) -> None:
-    _in_process(monkeypatch)
-    from cluster.build import ClusterOptions, distributed_build
-    from index_builder.ingest import IngestOptions
-
-    with pytest.raises(CorpusError, match="images need a variant with an image tower"):
-        distributed_build(
-            ImageFolderCorpus(tmp_path),
-            variant_dir=text_variant,
-            bundles_root=tmp_path / "bundles",
-            name="photos",
-            options=IngestOptions(collection="photos", progress=False),
-            cluster=ClusterOptions(providers="cpu"),
-        )
-    with pytest.raises(CorpusError, match="workers must be at least 1"):
-        ClusterOptions(workers=0)

@@ -1,4 +1,5 @@
-"""Image files checked before embedding (stat + header), and decode errors named after."""
+"""Image files checked before embedding (stat + header), a build's image items checked in
+chunks, and decode errors named after."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from encoders.image_decode import ImageDecodeError, ImageLimits
-from index_builder.image_checks import check_image_file, image_problem
-from index_builder.items import Problem
+from index_builder import image_checks
+from index_builder.image_checks import check_image_file, checked_images, image_problem
+from index_builder.items import BadItem, ImageItem, ItemOrigin, Problem
 from tests.fakes.image_files import png_declaring, truncated_jpeg
 from tests.fakes.user_corpora import image_bytes, truncated_png
 
@@ -95,3 +97,24 @@ def test_decode_errors_are_named() -> None:
         Problem.UNREADABLE_IMAGE,
         "corrupt",
     )
+
+
+def test_checked_images_keep_the_usable_items_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(image_checks, "CHECK_CHUNK", 2)  # several chunks
+    names = ["a.png", "gone.png", "b.png", "text.png", "c.png"]
+    for name in ("a.png", "b.png", "c.png"):
+        (tmp_path / name).write_bytes(image_bytes("red", "PNG"))
+    (tmp_path / "text.png").write_bytes(b"hello")
+    items = [
+        ImageItem(name, tmp_path / name, ItemOrigin(str(tmp_path), path=name)) for name in names
+    ]
+    bad: list[BadItem] = []
+    kept = checked_images(iter(items), LIMITS, bad, workers=2)
+    assert [item.item_id for item in kept] == ["a.png", "b.png", "c.png"]
+    assert [(item.item_id, item.problem) for item in bad] == [
+        ("gone.png", Problem.MISSING_IMAGE),
+        ("text.png", Problem.UNREADABLE_IMAGE),
+    ]
+    assert bad[0].describe() == f"{tmp_path}/gone.png: no such image file (id 'gone.png')"

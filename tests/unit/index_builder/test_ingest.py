@@ -1,15 +1,17 @@
-"""Building bundles from user corpora: texts (JSONL, CSV, Parquet), image folders and image
-tables, with every kind of bad record refused (file, line/path, reason) or skipped and listed
-in the build report; an interrupted build leaves the previous version serving."""
+"""Building bundles from every corpus kind: texts (JSONL, CSV, Parquet), image folders, image
+tables and Karpathy captions with their images, with every kind of bad record refused (file,
+line/path, reason) or skipped and listed in the build report; an interrupted build leaves the
+previous version serving."""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -17,18 +19,16 @@ import pytest
 from PIL import Image
 
 from encoders.image_decode import ImageLimits
+from encoders.text_encoder import OnnxTextEncoder
 from formats.field_types import FieldType
+from formats.hashing import sha256_file
+from formats.karpathy import read_captions
+from formats.layout import captions_path, images_dir
+from index_builder.bad_item_policy import BuildRefusedError, OnError
 from index_builder.build_report import REPORT_FILE
+from index_builder.corpus import Corpus, ImageFolderCorpus, ImageTable, KarpathyCaptions, TextTable
 from index_builder.field_schema import CorpusError
-from index_builder.ingest import (
-    BuildRefusedError,
-    IngestOptions,
-    IngestResult,
-    OnError,
-    default_collection_name,
-    ingest,
-)
-from index_builder.sources import Corpus, ImageFolderCorpus, ImageTable, TextTable
+from index_builder.ingest import IngestOptions, IngestResult, ingest
 from storage.layout import CURRENT_FILE
 from storage.manifest import verify_bundle
 from storage.reader import load_bundle, resolve_current
@@ -39,6 +39,7 @@ from tests.fakes.fake_encoders import (
     embed_bag_of_words,
 )
 from tests.fakes.image_files import png_declaring, truncated_jpeg
+from tests.fakes.tiny_variant import make_tiny_variant
 from tests.fakes.user_corpora import (
     truncated_png,
     write_csv,
@@ -46,8 +47,19 @@ from tests.fakes.user_corpora import (
     write_jsonl,
     write_parquet,
 )
+from tests.unit.index_builder.captions_bundle import build_captions_bundle
 
 SMALL_LIMITS = ImageLimits(max_bytes=1 << 20, max_pixels=1_000_000)
+
+
+def _fake_encoders(corpus: Corpus) -> tuple[FakeTextEncoder | None, FakeImageEncoder | None]:
+    """The towers a corpus needs: both for Karpathy captions with their images."""
+    if isinstance(corpus, TextTable):
+        return FakeTextEncoder(), None
+    if isinstance(corpus, KarpathyCaptions):
+        images = FakeImageEncoder() if corpus.images_dir is not None else None
+        return FakeTextEncoder(), images
+    return None, FakeImageEncoder()
 
 
 def _build(
@@ -63,10 +75,7 @@ def _build(
     **options: object,
 ) -> IngestResult:
     if text_encoder is None and image_encoder is None:
-        if isinstance(corpus, TextTable):
-            text_encoder = FakeTextEncoder()
-        else:
-            image_encoder = FakeImageEncoder()
+        text_encoder, image_encoder = _fake_encoders(corpus)
     return ingest(
         corpus,
         text_encoder=text_encoder,
@@ -85,12 +94,23 @@ def _build(
     )
 
 
-def _report(result: IngestResult) -> dict[str, object]:
-    report = json.loads((result.version_dir / REPORT_FILE).read_text(encoding="utf-8"))
+def _report(result: IngestResult, collection: str = "things") -> dict[str, Any]:
+    """The report's entry for ``collection``, after checking that nothing vanishes."""
+    document = json.loads((result.version_dir / REPORT_FILE).read_text(encoding="utf-8"))
+    assert isinstance(document, dict)
+    assert document["schema_version"] == 2
+    entries = document["collections"]
+    for entry in entries.values():
+        counts = entry["counts"]
+        assert counts["read"] == counts["indexed"] + counts["skipped"]  # nothing vanishes
+        skipped = entry["skipped"]
+        assert counts["skipped"] == len(skipped) == sum(entry["skipped_by_problem"].values())
+    assert document["counts"] == {
+        key: sum(entry["counts"][key] for entry in entries.values())
+        for key in ("read", "indexed", "skipped")
+    }
+    report = entries[collection]
     assert isinstance(report, dict)
-    counts = report["counts"]
-    assert counts["read"] == counts["indexed"] + counts["skipped"]  # nothing vanishes
-    assert counts["skipped"] == len(report["skipped"]) == sum(report["skipped_by_problem"].values())
     return report
 
 
@@ -165,12 +185,17 @@ def test_a_jsonl_table_with_bad_lines_skips_and_reports_them(
         "text": "string", "price": "float", "tags": "list[string]", "added": "timestamp",
         "in_stock": "boolean",
     }  # fmt: skip
-    assert report["on_error"] == "skip"
-    assert set(report["timings_s"]) == {"read", "embed", "total"}  # type: ignore[arg-type]
+    assert result.report.on_error == "skip"
+    assert set(report["timings_s"]) == {"read", "embed"}
+    assert set(result.report.timings()) == {"read", "embed", "total"}
 
     manifest = verify_bundle(result.version_dir)
     assert REPORT_FILE in manifest.files  # hashed with the other files
     assert manifest.build_info["counts"] == {"read": 10, "indexed": 4, "skipped": 6}
+    assert manifest.build_info["collections"] == {
+        "things": {"read": 10, "indexed": 4, "skipped": 6}
+    }
+    assert manifest.build_info["kind"] == "texts"
     assert manifest.collections["things"].fields["price"] is FieldType.FLOAT
     things = load_bundle(result.version_dir).collections["things"]
     assert things.ids == ["t1", "t2", "t10", "11"]
@@ -266,7 +291,7 @@ def test_a_parquet_table_keeps_its_column_types(tmp_path: Path) -> None:
     result = _build(corpus, tmp_path, fields={"when": FieldType.TIMESTAMP})
     report = _report(result)
     assert report["counts"] == {"read": 6, "indexed": 2, "skipped": 4}
-    assert report["skipped"][0] == {  # type: ignore[index]
+    assert report["skipped"][0] == {
         "source": str(table), "row": 3, "problem": "missing_id",
         "reason": "no id (column 'id' is missing or empty)",
     }  # fmt: skip
@@ -372,7 +397,7 @@ def test_an_image_folder_with_bad_files_skips_and_reports_them(
     assert report["skipped_by_problem"] == {
         "unreadable_image": 3, "missing_image": 1, "oversized_image": 1, "wrong_type": 1,
     }  # fmt: skip
-    by_id = {entry["id"]: entry for entry in report["skipped"]}  # type: ignore[union-attr]
+    by_id = {entry["id"]: entry for entry in report["skipped"]}
     assert by_id["cut.png"] == {
         "source": str(photos.folder), "path": "cut.png", "id": "cut.png",
         "problem": "unreadable_image", "reason": by_id["cut.png"]["reason"],
@@ -431,8 +456,8 @@ def test_oversized_files_by_bytes(tmp_path: Path) -> None:
         limits=ImageLimits(max_bytes=limit, max_pixels=10**6),
     )
     report = _report(result)
-    assert [entry["problem"] for entry in report["skipped"]] == ["oversized_image"]  # type: ignore[union-attr]
-    assert f"the limit is {limit} (--max-image-bytes)" in report["skipped"][0]["reason"]  # type: ignore[index]
+    assert [entry["problem"] for entry in report["skipped"]] == ["oversized_image"]
+    assert f"the limit is {limit} (--max-image-bytes)" in report["skipped"][0]["reason"]
 
 
 # --- a table of images -----------------------------------------------------------------------
@@ -463,7 +488,7 @@ def test_an_image_table_resolves_paths_and_reports_bad_rows(tmp_path: Path) -> N
     result = _build(corpus, tmp_path)
     report = _report(result)
     assert report["counts"] == {"read": 6, "indexed": 2, "skipped": 4}
-    assert report["skipped"][0] == {  # type: ignore[index]
+    assert report["skipped"][0] == {
         "source": str(table), "line": 3, "path": "pics/missing.png", "id": "C3",
         "problem": "missing_image", "reason": "no such image file",
     }  # fmt: skip
@@ -476,24 +501,158 @@ def test_an_image_table_ids_default_to_the_paths(tmp_path: Path) -> None:
     write_image(tmp_path / "a.png", "red", "PNG")
     table = write_csv(tmp_path / "images.csv", ["path", "kind"], [["a.png", "x"], ["a.png", "y"]])
     report = _report(_build(ImageTable(table), tmp_path))
-    assert [entry["problem"] for entry in report["skipped"]] == ["duplicate_id"]  # type: ignore[union-attr]
+    assert [entry["problem"] for entry in report["skipped"]] == ["duplicate_id"]
+
+
+# --- Karpathy captions and their images: several collections, one report --------------------
+
+
+def _karpathy(data: Path, *, images: bool = True) -> KarpathyCaptions:
+    source = captions_path(data, "val")
+    folder = images_dir(data, "val") if images else None
+    return KarpathyCaptions(records=read_captions(source), source=source, images_dir=folder)
+
+
+def test_karpathy_captions_and_their_images_in_one_bundle(
+    tiny_corpus: Path, tmp_path: Path
+) -> None:
+    corpus = _karpathy(tiny_corpus)
+    result = _build(corpus, tmp_path, on_error=OnError.REFUSE)
+
+    bundle = load_bundle(result.version_dir)
+    assert list(bundle.collections) == ["captions", "images"]
+    captions, images = bundle.collections["captions"], bundle.collections["images"]
+    assert captions.ids == [record.key for record in corpus.records]
+    assert captions.metadata[1] == {
+        "text": "a dog number 0 caption 1", "image_id": 0, "filename": "img_000000000000.png",
+        "sentid": 1,
+    }  # fmt: skip
+    np.testing.assert_array_equal(captions.vectors[3], embed_bag_of_words(corpus.records[3].text))
+    assert images.ids == [f"img_{index:012d}.png" for index in range(3)]
+    assert images.metadata[1] == {
+        "image_id": 1, "filename": "img_000000000001.png",
+        "captions": ["tiny:sentid:10", "tiny:sentid:11"],
+    }  # fmt: skip
+    assert images.thumbnails is not None
+    # No declared types: the stored values type the fields, as the bundle writer infers them.
+    manifest = verify_bundle(result.version_dir)
+    assert manifest.collections["captions"].fields == {
+        "filename": FieldType.STRING, "image_id": FieldType.INTEGER,
+        "sentid": FieldType.INTEGER, "text": FieldType.STRING,
+    }  # fmt: skip
+    assert list(manifest.collections["images"].fields) == ["captions", "filename", "image_id"]
+
+    assert _report(result, "captions")["counts"] == {"read": 6, "indexed": 6, "skipped": 0}
+    images_report = _report(result, "images")
+    assert images_report["counts"] == {"read": 3, "indexed": 3, "skipped": 0}
+    assert set(images_report["timings_s"]) == {"read", "check", "embed"}
+    assert images_report["fields"] == {
+        "captions": "list[string]", "filename": "string", "image_id": "integer",
+    }  # fmt: skip
+    info = manifest.build_info
+    assert info["kind"] == "captions"
+    assert info["inputs"] == {
+        "captions": str(corpus.source), "sha256": sha256_file(corpus.source), "records": 6,
+        "images_dir": str(corpus.images_dir),
+    }  # fmt: skip
+    assert info["counts"] == {"read": 9, "indexed": 9, "skipped": 0}
+    assert set(info["embed_seconds"]) == {"captions", "images"}
+    summary = result.report.summary()
+    assert summary[0].startswith("captions: read 6, indexed 6, skipped 0")
+    assert summary[1].startswith("images: read 3, indexed 3, skipped 0")
+    assert summary[2].startswith("total: read 9, indexed 9, skipped 0")
+
+
+def test_a_missing_or_broken_image_file_is_a_bad_item(tiny_corpus: Path, tmp_path: Path) -> None:
+    folder = images_dir(tiny_corpus, "val")
+    (folder / "img_000000000001.png").unlink()
+    (folder / "img_000000000002.png").write_bytes(b"no image")
+    corpus = _karpathy(tiny_corpus)
+    text_encoder = FakeTextEncoder()
+    refused = _refusal(
+        corpus, tmp_path, text_encoder=text_encoder, image_encoder=FakeImageEncoder()
+    )
+    assert text_encoder.calls == []  # refused before embedding anything
+    assert refused.lines() == [
+        "refused: 2 of 9 records are bad; nothing was embedded or written "
+        "(--on-error skip leaves them out)",
+        f"  {folder}/img_000000000001.png: no such image file (id 'img_000000000001.png')",
+        f"  {folder}/img_000000000002.png: not an image in an accepted format (JPEG, PNG, WEBP,"
+        " GIF) (id 'img_000000000002.png')",
+    ]
+
+    result = _build(corpus, tmp_path)
+    report = _report(result, "images")
+    assert report["counts"] == {"read": 3, "indexed": 1, "skipped": 2}
+    assert report["skipped_by_problem"] == {"missing_image": 1, "unreadable_image": 1}
+    assert report["skipped"][0] == {
+        "source": str(folder), "path": "img_000000000001.png", "id": "img_000000000001.png",
+        "problem": "missing_image", "reason": "no such image file",
+    }  # fmt: skip
+    bundle = load_bundle(result.version_dir)
+    assert bundle.collections["images"].ids == ["img_000000000000.png"]
+    assert bundle.collections["captions"].count == 6  # their captions stay
+    assert "skipped: missing_image 1, unreadable_image 1 (listed in build_report.json)" in (
+        result.report.summary()
+    )
+
+
+def test_karpathy_collections_follow_the_towers(tiny_corpus: Path, tmp_path: Path) -> None:
+    with_images, without = _karpathy(tiny_corpus), _karpathy(tiny_corpus, images=False)
+    with pytest.raises(CorpusError, match="has an image tower: give --images-dir"):
+        _build(without, tmp_path, text_encoder=FakeTextEncoder(), image_encoder=FakeImageEncoder())
+    with pytest.raises(CorpusError, match="has no image tower: it cannot embed the images"):
+        _build(with_images, tmp_path, text_encoder=FakeTextEncoder())
+    images_only = _build(with_images, tmp_path, image_encoder=FakeImageEncoder(), version="v1")
+    assert list(load_bundle(images_only.version_dir).collections) == ["images"]
+    captions_only = _build(without, tmp_path, text_encoder=FakeTextEncoder(), version="v2")
+    assert list(load_bundle(captions_only.version_dir).collections) == ["captions"]
+    assert [collection.name for collection in captions_only.report.collections] == ["captions"]
+
+
+def test_a_karpathy_limit_takes_the_first_captions_and_their_images(
+    tiny_corpus: Path, tmp_path: Path
+) -> None:
+    result = _build(_karpathy(tiny_corpus), tmp_path, limit=3)
+    bundle = load_bundle(result.version_dir)
+    assert bundle.collections["captions"].count == 3
+    assert bundle.collections["images"].ids == ["img_000000000000.png", "img_000000000001.png"]
+    assert bundle.collections["images"].metadata[1]["captions"] == ["tiny:sentid:10"]
+
+
+def test_caption_records_made_in_memory_are_checked(tiny_corpus: Path, tmp_path: Path) -> None:
+    corpus = _karpathy(tiny_corpus, images=False)
+    records = list(corpus.records)
+    records[2] = replace(records[2], key=records[0].key)
+    records[4] = replace(records[4], text="  ")
+    corpus = replace(corpus, records=records)
+    refused = _refusal(corpus, tmp_path)
+    source = corpus.source
+    assert refused.lines()[1:] == [
+        f"  {source}:row 3: duplicate id (first at {source}:row 1) (id 'tiny:sentid:0')",
+        f"  {source}:row 5: empty text (column 'text' is blank) (id 'tiny:sentid:20')",
+    ]
+    report = _report(_build(corpus, tmp_path), "captions")
+    assert report["counts"] == {"read": 6, "indexed": 4, "skipped": 2}
+
+
+def test_the_captions_helper_builds_with_the_pipeline(tiny_corpus: Path, tmp_path: Path) -> None:
+    make_tiny_variant(tmp_path / "tiny")
+    encoder = OnnxTextEncoder(tmp_path / "tiny", providers="cpu")
+    source = captions_path(tiny_corpus, "val")
+    records = read_captions(source)
+    version_dir = build_captions_bundle(
+        encoder, records, source=source, bundles_root=tmp_path / "bundles", name="t", version="v1"
+    )
+    captions = load_bundle(version_dir).collections["captions"]
+    assert captions.ids == [record.key for record in records]
+    np.testing.assert_allclose(
+        captions.vectors, encoder.encode_texts([record.text for record in records]), atol=1e-6
+    )
+    assert (version_dir / REPORT_FILE).is_file()
 
 
 # --- names, and interrupted builds -----------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("bundle", "collection"),
-    [("products", "products"), ("My-Shop.v2", "my_shop_v2"), ("a_b", "a_b")],
-)
-def test_default_collection_names(bundle: str, collection: str) -> None:
-    assert default_collection_name(bundle) == collection
-
-
-@pytest.mark.parametrize("bundle", ["2024-shop", "_x", "a" * 65])
-def test_a_bundle_name_that_makes_no_collection_name(bundle: str) -> None:
-    with pytest.raises(CorpusError, match="give --collection"):
-        default_collection_name(bundle)
 
 
 def test_a_bad_collection_name_is_refused(tmp_path: Path) -> None:
@@ -507,10 +666,15 @@ def test_a_bad_collection_name_is_refused(tmp_path: Path) -> None:
 
 def test_a_corpus_needs_its_tower(tmp_path: Path) -> None:
     table = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "text": "red"}])
-    with pytest.raises(CorpusError, match="text tower"):
+    with pytest.raises(CorpusError, match="variant fake-bow has no text tower"):
         _build(TextTable(table), tmp_path, image_encoder=FakeImageEncoder())
-    with pytest.raises(CorpusError, match="image tower"):
+    with pytest.raises(CorpusError, match="has no image tower: it cannot embed --images"):
         _build(ImageFolderCorpus(tmp_path), tmp_path, text_encoder=FakeTextEncoder())
+    with pytest.raises(CorpusError, match="nothing to embed with"):
+        ingest(
+            TextTable(table), text_encoder=None, image_encoder=None, bundles_root=tmp_path,
+            name="x", options=IngestOptions(collection="things"),
+        )  # fmt: skip
 
 
 @dataclass

@@ -1,8 +1,8 @@
-"""Where an item came from, and how a bad one is described."""
+"""Where an item came from, how a bad one is described, and what a reader returns."""
 
 from __future__ import annotations
 
-from index_builder.items import BadItem, ItemOrigin, Problem
+from index_builder.items import BadItem, CorpusItems, ItemOrigin, Problem, TextItem
 
 
 def test_locations() -> None:
@@ -22,3 +22,11 @@ def test_bad_items_describe_themselves_and_sort_by_origin() -> None:
     assert late.to_json() == {
         "source": "t.csv", "line": 9, "id": "b", "problem": "empty_text", "reason": "empty text",
     }  # fmt: skip
+
+
+def test_corpus_items_hold_the_items_the_bad_and_the_count() -> None:
+    item = TextItem("a", "a dog", ItemOrigin("t.csv", line=2), {"text": "a dog"})
+    bad = BadItem(ItemOrigin("t.csv", line=3), Problem.EMPTY_TEXT, "empty text")
+    found = CorpusItems(items=[item], bad=[bad], schema=None, read=2)
+    assert found.read == len(found.items) + len(found.bad)
+    assert found.notes == {}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from formats.field_types import FieldType
-from formats.layout import captions_path
+from formats.layout import captions_path, images_dir
 from index_builder.__main__ import main
 from storage.reader import load_bundle
 from tests.fakes.tiny_image_variant import make_tiny_image_variant
@@ -28,7 +28,12 @@ def test_build_then_verify(
     ]  # fmt: skip
     assert main(argv) == 0
     version_dir = tmp_path / "bundles" / "tiny-captions" / "v1"
-    assert capsys.readouterr().out.strip() == str(version_dir)
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(version_dir)
+    assert "captions: read 4, indexed 4, skipped 0" in captured.err  # reported like every kind
+    report = json.loads((version_dir / "build_report.json").read_text(encoding="utf-8"))
+    assert report["kind"] == "captions"
+    assert report["collections"]["captions"]["counts"] == {"read": 4, "indexed": 4, "skipped": 0}
     assert main(["verify", str(version_dir.parent)]) == 0
     output = capsys.readouterr().out
     assert output.startswith(f"ok {version_dir}")
@@ -46,6 +51,41 @@ def test_a_malformed_captions_file_fails_with_file_and_line(
     argv += ["--bundles-root", str(tmp_path / "bundles"), "--name", "x", "--no-progress"]
     assert main(argv) == 1
     assert f"error: {bad}:2: column sentid" in capsys.readouterr().err
+
+
+def test_captions_with_their_images_through_the_pipeline(
+    tiny_corpus: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    make_tiny_image_variant(tmp_path / "tiny-image")
+    make_tiny_variant(tmp_path / "tiny")
+    folder = images_dir(tiny_corpus, "val")
+    (folder / "img_000000000001.png").unlink()
+    argv = [
+        "build", "--captions", str(captions_path(tiny_corpus, "val")),
+        "--bundles-root", str(tmp_path / "bundles"), "--name", "scenes", "--providers", "cpu",
+        "--no-progress",
+    ]  # fmt: skip
+    image_variant = ["--variant", str(tmp_path / "tiny-image")]
+    assert main([*argv, *image_variant]) == 1
+    assert "has an image tower: give --images-dir" in capsys.readouterr().err
+    assert main([*argv, "--variant", str(tmp_path / "tiny"), "--images-dir", str(folder)]) == 1
+    assert "has no image tower: it cannot embed the images" in capsys.readouterr().err
+
+    with_images = [*argv, *image_variant, "--images-dir", str(folder)]
+    assert main(with_images) == 1
+    err = capsys.readouterr().err
+    assert "error: refused: 1 of 3 records are bad" in err
+    assert f"  {folder}/img_000000000001.png: no such image file" in err
+    assert not (tmp_path / "bundles" / "scenes").exists()
+
+    assert main([*with_images, "--on-error", "skip", "--version", "v1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.strip() == str(tmp_path / "bundles" / "scenes" / "v1")
+    assert "images: read 3, indexed 2, skipped 1" in captured.err
+    assert "skipped: missing_image 1 (listed in build_report.json)" in captured.err
+    bundle = load_bundle(tmp_path / "bundles" / "scenes" / "v1")
+    assert list(bundle.collections) == ["images"]  # an image-only variant: no captions
+    assert bundle.collections["images"].ids == ["img_000000000000.png", "img_000000000002.png"]
 
 
 @pytest.mark.parametrize(
@@ -163,7 +203,8 @@ def test_a_name_that_makes_no_collection_asks_for_one(
         (["--texts", "t.jsonl", "--metadata", "m.csv"], "--metadata goes with --images"),
         (["--images", "p", "--text-column", "body"], "--text-column goes with --texts"),
         (["--captions", "c.csv", "--collection", "x"], "--collection goes with --texts"),
-        (["--captions", "c.csv", "--on-error", "skip"], "--on-error goes with"),
+        (["--captions", "c.csv", "--field", "n:integer"], "--field goes with"),
+        (["--captions", "c.csv", "--metadata", "m.csv"], "--metadata goes with --images"),
         (["--texts", "t.jsonl", "--images-dir", "d"], "--images-dir goes with --captions"),
         (["--texts", "t.jsonl", "--field", "price"], "'price' is not NAME:TYPE"),
         (["--texts", "t.jsonl", "--field", "price:money"], "unknown field type 'money'"),

@@ -1,4 +1,5 @@
-"""Reading user corpora into items: per-record checks, sidecar matching, paths, column rules."""
+"""Reading corpora into items: per-record checks of tables, paths of image tables, folder
+limits, column rules, and the dispatch over every corpus kind and collection."""
 
 from __future__ import annotations
 
@@ -7,12 +8,14 @@ from pathlib import Path
 import pytest
 
 from formats.field_types import FieldType
+from formats.karpathy import read_captions
+from formats.layout import captions_path, images_dir
+from index_builder.corpus import ImageFolderCorpus, ImageTable, KarpathyCaptions, TextTable
 from index_builder.field_schema import CorpusError
-from index_builder.items import Problem
-from index_builder.sources import (
-    ImageFolderCorpus,
-    ImageTable,
-    TextTable,
+from index_builder.items import ImageItem, Problem, TextItem
+from index_builder.preconditions import CollectionPlan
+from index_builder.readers import (
+    read_collection,
     read_corpus,
     read_image_folder,
     read_image_table,
@@ -30,6 +33,7 @@ def test_text_items_carry_their_text_and_origin(tmp_path: Path) -> None:
     assert [item.item_id for item in read.items] == ["a", "2"]
     assert read.items[0].metadata == {"text": "red", "n": 1}
     assert read.items[0].origin.location == f"{table}:1"
+    assert read.schema is not None
     assert read.schema.types == {"text": FieldType.STRING, "n": FieldType.INTEGER}
 
 
@@ -66,57 +70,12 @@ def test_a_declared_field_must_exist(tmp_path: Path) -> None:
     assert read_text_table(TextTable(table), declared={"text": FieldType.STRING}).items
 
 
-def test_sidecar_rows_are_matched_by_relative_path(tmp_path: Path) -> None:
-    folder = tmp_path / "photos"
-    write_image(folder / "a.png", "red", "PNG")
-    write_image(folder / "sub" / "b.png", "blue", "PNG")
-    write_image(folder / "c.png", "green", "PNG")
-    sidecar = write_jsonl(
-        tmp_path / "meta.jsonl",
-        [
-            {"path": "a.png", "label": "x"},
-            {"path": "./sub/b.png", "label": "y", "n": 2},
-            {"path": "a.png", "label": "again"},
-            {"path": "/etc/passwd"},
-            {"path": "../photos/a.png"},
-            {"label": "no path"},
-            {"path": "missing.png"},
-            "{oops",
-        ],
-    )
-    read = read_image_folder(ImageFolderCorpus(folder, metadata=sidecar))
-    assert [item.item_id for item in read.items] == ["a.png", "c.png", "sub/b.png"]
-    assert [item.metadata for item in read.items] == [
-        {"path": "a.png", "label": "x"},
-        {"path": "c.png"},
-        {"path": "sub/b.png", "label": "y", "n": 2},
-    ]
-    assert read.items[0].origin.location == f"{sidecar}:1"
-    assert read.items[1].origin.location == f"{folder}/c.png"
-    assert read.items[1].file == folder / "c.png"
-    assert [(bad.origin.line, bad.problem) for bad in read.bad] == [
-        (3, Problem.DUPLICATE_ID),
-        (4, Problem.MISSING_IMAGE),
-        (5, Problem.MISSING_IMAGE),
-        (6, Problem.MISSING_PATH),
-        (7, Problem.MISSING_IMAGE),
-        (8, Problem.MALFORMED_RECORD),
-    ]
-    assert read.read == 3 + 6  # every image once, every sidecar row that matched none
-
-
-def test_a_sidecar_needs_a_path_column(tmp_path: Path) -> None:
-    write_image(tmp_path / "photos" / "a.png", "red", "PNG")
-    sidecar = write_csv(tmp_path / "meta.csv", ["file", "label"], [["a.png", "x"]])
-    with pytest.raises(CorpusError, match=r"missing column\(s\) \['path'\]"):
-        read_image_folder(ImageFolderCorpus(tmp_path / "photos", metadata=sidecar))
-
-
 def test_a_folder_limit_takes_the_first_images(tmp_path: Path) -> None:
     for name in ["c.png", "a.png", "b.png"]:
         write_image(tmp_path / "photos" / name, "red", "PNG")
     read = read_image_folder(ImageFolderCorpus(tmp_path / "photos"), limit=2)
     assert [item.item_id for item in read.items] == ["a.png", "b.png"]
+    assert read.items[0].file == tmp_path / "photos" / "a.png"
     assert read.read == 2
     assert read.notes == {"other_files": 0, "images_beyond_limit": 1}
 
@@ -128,6 +87,7 @@ def test_image_table_paths_are_relative_to_the_table(tmp_path: Path) -> None:
     assert read.items[0].file == tmp_path / "tables" / "img" / "a.png"
     assert read.items[0].item_id == "img/a.png"
     assert read.items[0].metadata == {"path": "img/a.png", "n": 1}
+    assert read.items[0].origin.path == "img/a.png"
 
 
 def test_an_image_table_may_not_redefine_path(tmp_path: Path) -> None:
@@ -143,3 +103,18 @@ def test_read_corpus_dispatches(tmp_path: Path) -> None:
     assert read_corpus(ImageFolderCorpus(tmp_path / "p")).read == 1
     images = write_jsonl(tmp_path / "i.jsonl", [{"path": "p/a.png"}])
     assert read_corpus(ImageTable(images)).read == 1
+
+
+def test_read_collection_reads_the_planned_collection(tiny_corpus: Path, tmp_path: Path) -> None:
+    source = captions_path(tiny_corpus, "val")
+    corpus = KarpathyCaptions(read_captions(source), source, images_dir(tiny_corpus, "val"))
+    captions = read_collection(corpus, CollectionPlan("captions", "text"), limit=4)
+    assert captions.read == 4
+    assert all(isinstance(item, TextItem) for item in captions.items)
+    assert captions.schema is None  # typed by the stored values
+    images = read_collection(corpus, CollectionPlan("images", "image"))
+    assert [item.item_id for item in images.items] == [f"img_{i:012d}.png" for i in range(3)]
+    assert all(isinstance(item, ImageItem) for item in images.items)
+    table = write_jsonl(tmp_path / "t.jsonl", [{"id": "a", "text": "x"}, {"id": "b", "text": ""}])
+    things = read_collection(TextTable(table), CollectionPlan("things", "text"))
+    assert (things.read, len(things.items), len(things.bad)) == (2, 1, 1)
