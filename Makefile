@@ -181,11 +181,12 @@ check: install ## the fast lane: every test that needs no exported model, real d
 contract: install ## schemathesis --checks all against a live service, without and with keys
 	$(PY) -m pytest -q tests/contract -p no:cacheprovider $(PYTEST_ARGS)
 
-lint: install ## ruff, mypy --strict, dependency direction
+lint: install ## ruff, mypy --strict, dependency direction, unit tests mirroring modules
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(PY) scripts/check_test_mirror.py
 
 format: install ## apply ruff's fixes and formatting
 	$(VENV)/bin/ruff check --fix .

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from service.process_layout import resolve_workers, usable_cores
 from service.runtime.process_setup import ConnectionLimitError, allow_open_files
 from service.runtime.workers import WorkerSupervisor
-from service.settings import LogLevel, ProviderChoice, Settings, SettingsError
+from service.settings import SETTING_GROUPS, LogLevel, ProviderChoice, Settings, SettingsError
 
 EXIT_BAD_SETTINGS = 2
 
@@ -99,27 +99,36 @@ def serve(settings: Settings) -> int:
 
 
 def settings_document() -> str:
-    """docs/settings.md: every setting with its default and its description, in field order."""
+    """docs/settings.md: every setting with its default and its description, group by group
+    (:data:`service.settings.SETTING_GROUPS`), in field order."""
     lines = [
         "# Service settings",
         "",
         "Every setting is an environment variable with the `CRISSCROSS_` prefix (e.g. "
         "`CRISSCROSS_MAX_K=50`);",
         "`python -m service serve` flags win over the environment. Generated from "
-        "`service/settings.py`",
+        "`service/settings/`",
         "(`python -m service settings-doc --out docs/settings.md`).",
-        "",
-        "| setting | default | what it does / what happens when it is hit |",
-        "|---|---|---|",
     ]
-    for name, field in Settings.model_fields.items():
-        default = field.get_default(call_default_factory=True)
-        shown = (
-            f"{default:,}"
-            if isinstance(default, int) and not isinstance(default, bool)
-            else (repr(default))
-        )
-        lines.append(f"| `{name}` | `{shown}` | {field.description} |")
+    for title, group in SETTING_GROUPS:
+        lines += [
+            "",
+            f"## {title}",
+            "",
+            (group.__doc__ or "").strip().replace("\n", " "),
+            "",
+            "| setting | default | what it does / what happens when it is hit |",
+            "|---|---|---|",
+        ]
+        for name in group.model_fields:
+            field = Settings.model_fields[name]
+            default = field.get_default(call_default_factory=True)
+            shown = (
+                f"{default:,}"
+                if isinstance(default, int) and not isinstance(default, bool)
+                else (repr(default))
+            )
+            lines.append(f"| `{name}` | `{shown}` | {field.description} |")
     return "\n".join(lines) + "\n"
 
 

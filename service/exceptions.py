@@ -27,12 +27,38 @@ class NotFoundError(DomainError):
 
 
 class InvalidQueryError(DomainError):
-    """The request names things that exist but cannot be served together: no variant named
-    where several are loaded without a default, a side whose tower the variant lacks, a vector
-    of the wrong dimension, an input the encoder gives no finite vector for."""
+    """The request cannot be served as it is. This class itself: its input is wrong whatever is
+    served (an input the encoder gives no finite vector for, a vector of zero norm, a filter
+    over its size limits or a range no value satisfies). Its subclasses below: a well-formed
+    request that conflicts with what this service serves — the things it names exist, but not
+    in a combination the loaded variants and collections can answer, and a service serving
+    otherwise (another variant, index or fields) would answer it."""
 
 
-class SearchParamNotApplicableError(DomainError):
+class TowerMissingError(InvalidQueryError):
+    """A side needs a tower (text or image) the variant does not have."""
+
+
+class AmbiguousNameError(InvalidQueryError):
+    """A name matches several served things and the request does not say which: a bare
+    collection name several served collections answer to, or no variant named where several are
+    loaded without a default. The message lists the choices."""
+
+
+class VariantMismatchError(InvalidQueryError):
+    """A qualified collection name and a ``variant`` that does not embed that collection."""
+
+
+class DimensionMismatchError(InvalidQueryError):
+    """A client's vector whose length is not the variant's dimension."""
+
+
+class FilterNotApplicableError(InvalidQueryError):
+    """A filter that does not fit the collection's fields: an unknown field, an operand of
+    another type than the field's, a range on a field without an order."""
+
+
+class SearchParamNotApplicableError(InvalidQueryError):
     """A request's search parameters do not fit the collection's index: ``nprobe`` on an index
     that is not IVF (or above its ``nlist``), ``ef_search`` on one that is not HNSW."""
 

@@ -28,7 +28,13 @@ from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from encoders.variant import Tower
 from service.engine.batcher import Batcher
 from service.engine.exact_scan import ExactScan
-from service.exceptions import InvalidQueryError, NotFoundError, quoted
+from service.exceptions import (
+    AmbiguousNameError,
+    NotFoundError,
+    TowerMissingError,
+    VariantMismatchError,
+    quoted,
+)
 from storage.reader import LoadedCollection
 
 if TYPE_CHECKING:
@@ -93,11 +99,11 @@ class ServedVariant:
     """Micro-batches the image tower's calls across requests (None without an image tower)."""
 
     def batcher(self, tower: Tower) -> Batcher[Any]:
-        """The batcher of ``tower``; :class:`InvalidQueryError` when the variant lacks the tower
+        """The batcher of ``tower``; :class:`TowerMissingError` when the variant lacks the tower
         (callers check towers first with :meth:`Catalog.require_tower`)."""
         batcher = self.text_batcher if tower == "text" else self.image_batcher
         if batcher is None:
-            raise InvalidQueryError(f"variant {self.name!r} has no {tower} tower")
+            raise TowerMissingError(f"variant {self.name!r} has no {tower} tower")
         return batcher
 
     @property
@@ -255,12 +261,12 @@ class Catalog:
     def resolve_variant(self, name: str | None) -> ServedVariant:
         """The variant a request names, or the default one when it names none.
 
-        Raises :class:`NotFoundError` for an unknown name, :class:`InvalidQueryError` when no
+        Raises :class:`NotFoundError` for an unknown name, :class:`AmbiguousNameError` when no
         name is given and several variants are loaded without a default.
         """
         if name is None:
             if self._default_variant is None:
-                raise InvalidQueryError(
+                raise AmbiguousNameError(
                     "several variants are loaded and none is the default: name one in 'variant' "
                     f"({', '.join(sorted(self._variants))})",
                 )
@@ -275,7 +281,7 @@ class Catalog:
     def resolve_variant_for(self, name: str | None, fits: Fits) -> ServedVariant:
         """:meth:`resolve_variant`, except that a request naming no variant, where there is no
         default, gets the one loaded variant that ``fits`` it (the only one with the tower its
-        inputs need, say); when several or none fit, the 422 of :meth:`resolve_variant`."""
+        inputs need, say); when several or none fit, the refusal of :meth:`resolve_variant`."""
         if name is None and self._default_variant is None:
             fitting = [variant for variant in self.variants if fits(variant)]
             if len(fitting) == 1:
@@ -286,11 +292,12 @@ class Catalog:
         """The collection ``name`` (qualified or bare) embedded by ``variant``.
 
         Raises :class:`NotFoundError` when ``variant`` serves none of that name,
-        :class:`InvalidQueryError` when a bare name matches several of its collections."""
+        :class:`VariantMismatchError` when a qualified name is another variant's collection,
+        :class:`AmbiguousNameError` when a bare name matches several of its collections."""
         served = self._collections.get(name)
         if served is not None:
             if served.variant != variant.name:
-                raise InvalidQueryError(
+                raise VariantMismatchError(
                     f"collection {quoted(name)} is embedded by variant {served.variant!r}, not "
                     f"{variant.name!r}: leave 'variant' out or name {served.variant!r}"
                 )
@@ -315,7 +322,7 @@ class Catalog:
         qualified ``name`` is that collection and its variant; a bare ``name`` is the one served
         collection of that name whose variant ``fits`` the request, or — when several fit —
         the default variant's one. Raises :class:`NotFoundError` for an unknown name,
-        :class:`InvalidQueryError` when several collections fit (the message lists their
+        :class:`AmbiguousNameError` when several collections fit (the message lists their
         qualified names). When none fits, the first candidate is returned: the caller's own
         check then says why it does not fit.
         """
@@ -344,7 +351,7 @@ class Catalog:
         return [served for served in self.collections if served.name == bare]
 
     def require_tower(self, variant: ServedVariant, tower: Tower, where: str) -> None:
-        """Raise :class:`InvalidQueryError` naming ``tower`` when ``variant`` lacks it (a text
+        """Raise :class:`TowerMissingError` naming ``tower`` when ``variant`` lacks it (a text
         side needs a text tower, an image side an image tower); the message names the loaded
         variants that have it. ``where`` locates the side in the request (``query.image``)."""
         if tower in variant.towers:
@@ -355,7 +362,7 @@ class Catalog:
             if having
             else f"no loaded variant has a {tower} tower"
         )
-        raise InvalidQueryError(
+        raise TowerMissingError(
             f"{where}: variant {variant.name!r} has no {tower} tower (its towers: "
             f"{', '.join(variant.towers)}); {options}",
         )
@@ -383,9 +390,9 @@ class Catalog:
                 await batcher.close(max(0.0, deadline - time.perf_counter()))
 
 
-def _ambiguous(name: str, matches: Iterable[ServedCollection]) -> InvalidQueryError:
+def _ambiguous(name: str, matches: Iterable[ServedCollection]) -> AmbiguousNameError:
     choices = ", ".join(served.described() for served in matches)
-    return InvalidQueryError(
+    return AmbiguousNameError(
         f"collection {quoted(name)} is ambiguous: several served collections can answer "
         f"({choices}); name one of them by its qualified name in 'collection', or give 'variant'"
     )

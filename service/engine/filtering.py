@@ -2,10 +2,12 @@
 
 Each field test becomes a vectorised test of the field's column (:mod:`storage.columns`);
 ``and``/``or``/``not`` combine the masks. Everything is checked before any mask is made: an
-unknown field, an operand of the wrong type, a range on a field without an order or a range
-nothing can satisfy raise :class:`InvalidQueryError` naming where in the request it is
-(``filter.and.1.range``) from :func:`check_filter`, before the search; :func:`filter_mask` then
-makes the mask where the search runs. Timestamps compare as microseconds since the epoch.
+unknown field, an operand of the wrong type or a range on a field without an order raise
+:class:`FilterNotApplicableError` (the filter does not fit this collection), a range nothing can
+satisfy or a number no float holds :class:`InvalidQueryError`, each naming where in the request
+it is (``filter.and.1.range``), from :func:`check_filter`, before the search;
+:func:`filter_mask` then makes the mask where the search runs. Timestamps compare as
+microseconds since the epoch.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ import numpy as np
 
 from formats.field_types import INT64_MAX, INT64_MIN, FieldType, timestamp_micros
 from service.engine.filter_grammar import AllOf, AnyOf, Bound, FieldTest, Filter, NoneOf, Operand
-from service.exceptions import InvalidQueryError, quoted
+from service.exceptions import FilterNotApplicableError, InvalidQueryError, quoted
 from storage.columns import Column, Mask, Scalar
 from storage.reader import LoadedCollection
 
 
 def check_filter(node: Filter, collection: LoadedCollection, where: str = "filter") -> None:
-    """Raise :class:`InvalidQueryError` when ``node`` does not fit ``collection``'s fields (an
-    unknown field, an operand of the wrong type, a range on a field without an order, a range
-    nothing can satisfy). Reads the field types only: cheap enough for the event loop."""
+    """Raise :class:`FilterNotApplicableError` when ``node`` does not fit ``collection``'s
+    fields (an unknown field, an operand of the wrong type, a range on a field without an
+    order), :class:`InvalidQueryError` for a range nothing can satisfy or a number too large
+    for a float. Reads the field types only: cheap enough for the event loop."""
     _check(node, collection, where)
 
 
@@ -69,7 +72,7 @@ def _column(node: FieldTest, collection: LoadedCollection, where: str) -> Column
     column = collection.columns.get(node.field)
     if column is None:
         fields = ", ".join(sorted(collection.columns)) or "none"
-        raise InvalidQueryError(
+        raise FilterNotApplicableError(
             f"{where}.field: unknown field {quoted(node.field)} in collection "
             f"{collection.name!r} (its fields: {fields})"
         )
@@ -77,7 +80,8 @@ def _column(node: FieldTest, collection: LoadedCollection, where: str) -> Column
 
 
 def _leaf_operands(node: FieldTest, column: Column, where: str) -> None:
-    """Check the test's operands against the column (raises :class:`InvalidQueryError`)."""
+    """Check the test's operands against the column (raises :class:`FilterNotApplicableError`
+    or :class:`InvalidQueryError`)."""
     if node.range is not None:
         _bounds(node, column, where)
     elif node.exists is None:
@@ -88,7 +92,7 @@ def _bounds(node: FieldTest, column: Column, where: str) -> tuple[float | None, 
     """A range test's bounds in the column's representation, checked to be satisfiable."""
     assert node.range is not None
     if not column.orderable:
-        raise InvalidQueryError(
+        raise FilterNotApplicableError(
             f"{where}.range: field {column.name!r} is a {column.type}, which has no order; "
             "ranges apply to integer, float and timestamp fields"
         )
@@ -127,10 +131,10 @@ def _operand(value: Operand, column: Column, where: str) -> Scalar:
         try:
             return timestamp_micros(value)
         except ValueError:
-            raise InvalidQueryError(
+            raise FilterNotApplicableError(
                 f"{where}: {quoted(value)} is not an ISO 8601 timestamp (e.g. 2024-05-01T12:00:00Z)"
             ) from None
-    raise InvalidQueryError(
+    raise FilterNotApplicableError(
         f"{where}: {quoted(str(value))} does not fit field {column.name!r}, a {kind} field"
     )
 
@@ -143,7 +147,7 @@ def _bound(value: Bound | None, column: Column, where: str) -> float | None:
         assert isinstance(micros, int)
         return micros
     if isinstance(value, str):
-        raise InvalidQueryError(
+        raise FilterNotApplicableError(
             f"{where}: {quoted(value)} does not fit field {column.name!r}, a {column.type} field"
         )
     return _finite_number(value, where)

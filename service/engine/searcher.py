@@ -47,7 +47,12 @@ from service.engine.query import (
     where_of,
 )
 from service.engine.search_params import resolve
-from service.exceptions import DomainError, ImageRefusedError, InvalidQueryError
+from service.exceptions import (
+    DimensionMismatchError,
+    DomainError,
+    ImageRefusedError,
+    InvalidQueryError,
+)
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 
@@ -75,8 +80,9 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
     ``[dim]`` unit vector.
 
     Raises :class:`InvalidQueryError` when it has not exactly ``dim`` numbers or has zero norm
-    (nothing to compare by angle). The norm is taken after scaling by the largest magnitude,
-    so huge (1e300) or tiny (1e-320) values neither overflow nor underflow.
+    (nothing to compare by angle). The norm is taken after scaling by the largest magnitude, so
+    huge (1e300) or tiny (1e-320) values neither overflow nor underflow. (The service checks the
+    length against the variant it reached first: :meth:`Searcher._given_vector`.)
     """
     if len(values) != dim:
         raise InvalidQueryError(
@@ -134,8 +140,10 @@ class Searcher:
         """The variant and collection a search names (see :meth:`Catalog.locate`): a bare
         collection name without a variant finds the one served collection whose variant can
         answer ``need`` (a query side, or the tower an upload needs). :class:`NotFoundError` for
-        unknown names, :class:`InvalidQueryError` for an ambiguous name or a variant without
-        the tower the side needs; ``where`` names the side in that message."""
+        unknown names, :class:`AmbiguousNameError` for an ambiguous name,
+        :class:`VariantMismatchError` for a variant that does not embed the collection,
+        :class:`TowerMissingError` for a variant without the tower the side needs; ``where``
+        names the side in that message."""
         variant, served = catalog.locate(
             variant_name, collection, partial(_can_answer, catalog, need)
         )
@@ -163,8 +171,10 @@ class Searcher:
         search parameters are checked before anything is encoded; the search then runs on the
         thread that embedded the side (or the pool's, for an item or a vector), where the
         page's mask is made. Raises :class:`NotFoundError` for an unknown variant, collection
-        or item, :class:`InvalidQueryError` for a filter that does not fit the collection, a bad
-        vector or an input without a finite embedding, :class:`SearchParamNotApplicableError`
+        or item, the refusals of :meth:`target`, :class:`FilterNotApplicableError` for a filter
+        that does not fit the collection, :class:`DimensionMismatchError` for a vector of
+        another dimension, :class:`InvalidQueryError` for a vector of zero norm or an input
+        without a finite embedding, :class:`SearchParamNotApplicableError`
         for search parameters the index does not take, :class:`ImageRefusedError`,
         :class:`OverloadedError` or :class:`ShuttingDownError` as the batchers do."""
         side = query.side
@@ -388,13 +398,21 @@ class Searcher:
         side: QuerySide,
         versions: set[str] | None = None,
     ) -> np.ndarray:
-        """The vector of an item side (its stored vector) or a vector side (normalised)."""
+        """The vector of an item side (its stored vector) or a vector side (normalised;
+        :class:`DimensionMismatchError` when its length is not the variant's dimension)."""
         if isinstance(side, ItemSide):
             served = catalog.collection(variant, side.collection)
             if versions is not None:
                 versions.add(served.bundle_version)
             return catalog.stored_vector(served, catalog.row_of(served, side.item_id))
         assert isinstance(side, VectorSide)
+        if len(side.values) != variant.dim:
+            # Where served variants differ the document cannot state the length: a conflict
+            # with the variant reached (where they agree, the HTTP layer refused it as 422).
+            raise DimensionMismatchError(
+                f"{side.where}: {len(side.values)} numbers, but the variant's embeddings have "
+                f"dimension {variant.dim}"
+            )
         return normalised_query_vector(side.values, variant.dim, side.where)
 
     async def _encode(

@@ -22,8 +22,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
 
 from service.exceptions import (
+    AmbiguousNameError,
     BundleRejectedError,
+    DimensionMismatchError,
     DomainError,
+    FilterNotApplicableError,
     ImageRefusedError,
     InvalidQueryError,
     NotFoundError,
@@ -32,6 +35,8 @@ from service.exceptions import (
     RefusalReason,
     SearchParamNotApplicableError,
     ShuttingDownError,
+    TowerMissingError,
+    VariantMismatchError,
 )
 from service.request_context import request_id_of
 
@@ -45,6 +50,11 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     FORBIDDEN = "forbidden"
     NOT_FOUND = "not_found"
+    TOWER_MISSING = "tower_missing"
+    AMBIGUOUS_NAME = "ambiguous_name"
+    VARIANT_MISMATCH = "variant_mismatch"
+    DIMENSION_MISMATCH = "dimension_mismatch"
+    FILTER_NOT_APPLICABLE = "filter_not_applicable"
     SEARCH_PARAM_NOT_APPLICABLE = "search_param_not_applicable"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     REQUEST_TIMEOUT = "request_timeout"
@@ -62,7 +72,12 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.NOT_FOUND: 404,
-    ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 422,
+    ErrorCode.TOWER_MISSING: 409,
+    ErrorCode.AMBIGUOUS_NAME: 409,
+    ErrorCode.VARIANT_MISMATCH: 409,
+    ErrorCode.DIMENSION_MISMATCH: 409,
+    ErrorCode.FILTER_NOT_APPLICABLE: 409,
+    ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 409,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.HEADERS_TOO_LARGE: 431,
@@ -75,13 +90,25 @@ STATUS_OF: Mapping[ErrorCode, int] = {
 CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     NotFoundError: ErrorCode.NOT_FOUND,
     InvalidQueryError: ErrorCode.INVALID_INPUT,
+    TowerMissingError: ErrorCode.TOWER_MISSING,
+    AmbiguousNameError: ErrorCode.AMBIGUOUS_NAME,
+    VariantMismatchError: ErrorCode.VARIANT_MISMATCH,
+    DimensionMismatchError: ErrorCode.DIMENSION_MISMATCH,
+    FilterNotApplicableError: ErrorCode.FILTER_NOT_APPLICABLE,
     SearchParamNotApplicableError: ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
     OverloadedError: ErrorCode.OVERLOADED,
     ShuttingDownError: ErrorCode.NOT_READY,
     NotReadyError: ErrorCode.NOT_READY,
     BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
 }
-"""The error code of each domain error (its status then comes from :data:`STATUS_OF`)."""
+"""The error code of each domain error (its status then comes from :data:`STATUS_OF`).
+
+422 says the request itself is wrong (what the OpenAPI document states, and what no served
+state could make right); a well-formed request that does not fit what is served is 404 when it
+names something unknown (variant, collection, item) and 409 when the things it names exist but
+conflict with what is served (a tower the variant lacks, a name several served collections
+answer to, a vector of another dimension, a filter field the collection lacks, a search
+parameter its index does not take)."""
 
 CODE_OF_IMAGE_REFUSAL: Mapping[RefusalReason, ErrorCode] = {
     "too_many_bytes": ErrorCode.PAYLOAD_TOO_LARGE,
@@ -94,17 +121,12 @@ CODE_OF_IMAGE_REFUSAL: Mapping[RefusalReason, ErrorCode] = {
 comes from :data:`STATUS_OF`): over a limit → 413, a refused format → 415, not an image or not
 base64 → 422."""
 
-# Starlette raises HTTPException with a bare status (404 no route, 405 wrong method, ...).
+# Starlette raises HTTPException with a bare status (404 no route, 405 wrong method, ...): each
+# status whose meaning is one code alone. 409 and 503 have several, and no Starlette answer.
 _CODE_OF_STATUS: Mapping[int, ErrorCode] = {
     status: code
     for code, status in STATUS_OF.items()
-    if code
-    not in {
-        ErrorCode.OVERLOADED,
-        ErrorCode.NOT_READY,
-        ErrorCode.BUNDLE_REJECTED,
-        ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
-    }
+    if list(STATUS_OF.values()).count(status) == 1
 }
 
 

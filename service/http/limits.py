@@ -7,12 +7,15 @@ checked here, once per request, by :func:`check_limits`, before anything is deco
 searched: the JSON routes' handler (:class:`service.http.routes.json_route.JsonRoute`) calls it
 right after validating the body, the upload route after reading its form. Every refusal names
 where in the request it is (``searches.3.query.text``): 422 ``invalid_input``, or 413
-``payload_too_large`` for a base64 image longer than ``max_image_bytes`` allows.
+``payload_too_large`` for a base64 image longer than ``max_image_bytes`` allows. The one limit
+the catalog sets, a ``vector``'s length where every served variant has the same dimension (the
+served document states it), is :func:`check_vector_lengths`, which the search, bulk and score
+routes call with the catalog they serve from.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel
@@ -22,7 +25,7 @@ from service.engine.images import check_base64_length
 from service.http.errors import ErrorCode, ServiceError
 from service.http.schemas.bulk import BulkSearchRequest
 from service.http.schemas.embed import EmbedImages, EmbedTexts
-from service.http.schemas.queries import ImageQuery, QueryInput, TextQuery
+from service.http.schemas.queries import ImageQuery, QueryInput, TextQuery, VectorQuery
 from service.http.schemas.score import ScoreRequest
 from service.http.schemas.search import (
     SearchOptions,
@@ -147,6 +150,35 @@ _CHECKS: dict[type[BaseModel], Callable[[Any, Settings], None]] = {
     EmbedTexts: _check_embed_texts,
     EmbedImages: _check_embed_images,
 }
+
+
+def _query_sides(request: BaseModel) -> list[tuple[str, QueryInput]]:
+    """Every query side of a search, bulk or score request, with its location."""
+    if isinstance(request, SearchRequest):
+        return [("query", request.query)]
+    if isinstance(request, BulkSearchRequest):
+        return [(f"searches.{n}.query", search.query) for n, search in enumerate(request.searches)]
+    if isinstance(request, ScoreRequest):
+        return request.sides()
+    return []
+
+
+def check_vector_lengths(request: BaseModel, dims: Iterable[int]) -> None:
+    """Raise invalid_input for a ``vector`` side whose length is not the one dimension every
+    served variant embeds in (``dims``: the served variants' dimensions). The served document
+    then states that length, so such a request breaks it whatever it names; where variants
+    differ the document cannot, and the engine refuses a vector that does not fit the variant
+    it reaches (409 ``dimension_mismatch``)."""
+    served = set(dims)
+    if len(served) != 1:
+        return
+    (dim,) = served
+    for where, side in _query_sides(request):
+        if isinstance(side, VectorQuery) and len(side.vector) != dim:
+            raise _refuse(
+                f"{where}.vector: {len(side.vector)} numbers, but every served variant embeds "
+                f"in {dim} dimensions"
+            )
 
 
 def check_limits(request: BaseModel, settings: Settings) -> None:

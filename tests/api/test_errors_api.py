@@ -112,9 +112,14 @@ BAD_REQUESTS = {
         message_part="exactly one",
     ),
     "image query on a text-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         json_body=search_body(query={"image": "aGVsbG8="}),
         message_part="has no image tower",
+    ),
+    "filter on a field the collection lacks": BadRequest(
+        ErrorCode.FILTER_NOT_APPLICABLE,
+        json_body=search_body(filter={"field": "colour", "eq": "red"}),
+        message_part="filter.field: unknown field 'colour'",
     ),
     "missing collection": BadRequest(
         ErrorCode.INVALID_INPUT, json_body=search_body(collection=_DROP)
@@ -290,12 +295,13 @@ BAD_REQUESTS = {
     "vector: wrong dimension": BadRequest(
         ErrorCode.INVALID_INPUT,
         json_body=search_body(query={"vector": [0.5] * 63}),
-        message_part="query.vector: 63 numbers, but the variant's embeddings have dimension 64",
+        # The one served variant's dimension is in the document: a schema error, 422.
+        message_part="query.vector: 63 numbers, but every served variant embeds in 64 dimensions",
     ),
     "vector: far too long": BadRequest(
         ErrorCode.INVALID_INPUT,
         json_body=search_body(query={"vector": [0.5] * 50_000}),
-        message_part="dimension 64",
+        message_part="in 64 dimensions",
     ),
     "vector: zero norm": BadRequest(
         ErrorCode.INVALID_INPUT,

@@ -65,18 +65,30 @@ def test_a_filter_with_a_single_match_returns_it(client: TestClient) -> None:
         ({"field": "colour", "eq": "red"}, "filter.field: unknown field 'colour'"),
         ({"field": "sentid", "eq": "1000"}, "filter.eq: '1000' does not fit field 'sentid'"),
         ({"field": "text", "range": {"gt": 1}}, "filter.range: field 'text' is a string"),
-        ({"field": "sentid", "range": {"gt": 5, "lt": 5}}, "filter.range: no value"),
         ({"and": [{"field": "sentid", "eq": 1}, {"field": "x", "exists": True}]}, "filter.and.1"),
     ],
 )
-def test_a_filter_that_does_not_fit_is_422_naming_the_field(
+def test_a_filter_that_does_not_fit_the_collection_is_409_naming_the_field(
     client: TestClient, flt: dict[str, Any], message: str
 ) -> None:
+    """A well-formed filter the collection's fields cannot answer (another collection might):
+    409 filter_not_applicable, not the 422 of a request that breaks the schema."""
+    response = post(
+        client, "/v1/search", {"query": {"text": SURF}, "collection": "captions", "filter": flt}
+    )
+    assert response.status_code == 409, response.text
+    assert response.json()["error"]["code"] == "filter_not_applicable"
+    assert message in response.json()["error"]["message"]
+
+
+def test_a_range_no_value_can_satisfy_is_422(client: TestClient) -> None:
+    flt = {"field": "sentid", "range": {"gt": 5, "lt": 5}}
     response = post(
         client, "/v1/search", {"query": {"text": SURF}, "collection": "captions", "filter": flt}
     )
     assert response.status_code == 422, response.text
-    assert message in response.json()["error"]["message"]
+    assert response.json()["error"]["code"] == "invalid_input"
+    assert "filter.range: no value" in response.json()["error"]["message"]
 
 
 def test_malformed_filters_are_422(client: TestClient) -> None:
@@ -142,8 +154,9 @@ def test_bulk_answers_in_order_like_single_searches_each_with_its_own_error(
     response = post(client, "/v1/search/bulk", {"searches": searches})
     assert response.status_code == 200, response.text
     answers = BulkSearchResponse.model_validate(response.json()).model_dump()["responses"]
-    assert [answer["status"] for answer in answers] == [200, 404, 200, 200, 422, 200]
+    assert [answer["status"] for answer in answers] == [200, 404, 200, 200, 409, 200]
     assert answers[1]["error"]["code"] == "not_found"
+    assert answers[4]["error"]["code"] == "filter_not_applicable"
     assert "unknown field 'nope'" in answers[4]["error"]["message"]
     for search_body, answer in zip(searches, answers, strict=True):
         if answer["status"] != 200:

@@ -133,12 +133,12 @@ BAD_IMAGES = {
         message_part="exactly one",
     ),
     "image query on a text-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         json_body=image_search(RED, collection="captions", variant=FAKE_VARIANT),
         message_part="query.image: variant 'fake-bow' has no image tower",
     ),
     "text query on an image-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         json_body={"query": {"text": "red"}, "collection": "images", "variant": PIXELS_VARIANT},
         message_part="has no text tower",
     ),
@@ -160,7 +160,7 @@ BAD_IMAGES = {
         message_part="pairs.1.right.image",
     ),
     "score: image side on a text-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         path="/v1/score",
         json_body={
             "pairs": [{"left": {"text": "red"}, "right": {"image": RED}}],
@@ -169,7 +169,7 @@ BAD_IMAGES = {
         message_part="pairs.0.right.image",
     ),
     "score: text side on an image-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         path="/v1/score",
         json_body={
             "pairs": [{"left": {"text": "red"}, "right": {"image": RED}}],
@@ -215,13 +215,13 @@ BAD_IMAGES = {
         message_part="images.2",
     ),
     "embed: images on a text-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         path="/v1/embed",
         json_body={"images": [RED], "variant": FAKE_VARIANT},
         message_part="has no image tower",
     ),
     "embed: texts on an image-only variant": BadRequest(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         path="/v1/embed",
         json_body={"texts": ["red"], "variant": PIXELS_VARIANT},
         message_part="has no text tower",
@@ -319,7 +319,7 @@ BAD_IMAGES = {
         "nope",
     ),
     "upload: text-only variant": upload_case(
-        ErrorCode.INVALID_INPUT,
+        ErrorCode.TOWER_MISSING,
         upload(solid("red"), ("collection", "captions"), ("variant", FAKE_VARIANT)),
         "file: variant 'fake-bow' has no image tower",
     ),

@@ -117,7 +117,8 @@ def test_several_variants_need_a_named_or_default_variant(tmp_path: Path) -> Non
     with TestClient(app) as client:
         wait_ready(client)
         response = client.post("/v1/search", json=SEARCH)
-        assert response.status_code == 422
+        assert response.status_code == 409
+        assert response.json()["error"]["code"] == "ambiguous_name"
         assert "other-bow" in response.json()["error"]["message"]
         named = client.post("/v1/search", json={**SEARCH, "variant": "other-bow"})
         assert named.status_code == 200

@@ -13,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.http.app import create_app
+from service.http.errors import STATUS_OF, ErrorCode
 from service.settings import Settings
 from tests.fakes.approx_bundles import (
     APPROX_COUNT,
@@ -185,7 +186,9 @@ def test_refusals_come_before_any_encoding(
 ) -> None:
     body = {"query": {"text": "a dog"}, "collection": collection, "search_params": params}
     status, got_code, got_message = _error(approx, body)
-    assert (status, got_code) == (422, code)
+    # Parameters the index does not take are a conflict with what is served (409); parameters
+    # that break the document (a bound, a type, exact with another) are invalid input (422).
+    assert (status, got_code) == (STATUS_OF[ErrorCode(code)], code)
     assert message in got_message
     assert encoder.calls == []
 
@@ -215,7 +218,7 @@ def test_bulk_searches_each_take_their_own_parameters(approx: TestClient) -> Non
     response = approx.post("/v1/search/bulk", json={"searches": searches})
     assert response.status_code == 200
     items = response.json()["responses"]
-    assert [item["status"] for item in items] == [200, 200, 422, 200]
+    assert [item["status"] for item in items] == [200, 200, 409, 200]
     assert items[0]["result"]["search_params"] == {"nprobe": 8}
     assert items[1]["result"]["search_params"] == {"nprobe": 32}
     assert items[2]["error"]["code"] == "search_param_not_applicable"
@@ -259,7 +262,7 @@ def test_the_upload_form_takes_search_params_as_a_json_field(multimodal: Multimo
     assert response.json()["search_params"] == {"exact": True}
     assert response.json()["results"][0]["id"] == image_id(3)
     refused = upload('{"nprobe": 2}')  # the images collection is flat
-    assert refused.status_code == 422
+    assert refused.status_code == 409
     assert refused.json()["error"]["code"] == "search_param_not_applicable"
     malformed = upload("nprobe=2")
     assert malformed.status_code == 422

@@ -1,6 +1,7 @@
 """Teaches schemathesis the one request format of the OpenAPI document that JSON Schema cannot
 check: ``crisscross-image-base64``, the base64 of an image file. Loaded by the schemathesis CLI
-through ``SCHEMATHESIS_HOOKS=tests.contract.schemathesis_hooks`` (see ``make contract``).
+through ``tests/contract/schemathesis.toml`` (its ``hooks``, from the repository root) or
+``SCHEMATHESIS_HOOKS=tests.contract.schemathesis_hooks`` (see ``make contract``).
 
 Every other rule the service enforces is stated in the document itself, so schemathesis draws
 all else from the schema as it is.

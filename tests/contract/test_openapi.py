@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import jsonschema
 import pytest
 import schemathesis
 
@@ -20,6 +21,7 @@ import schemathesis
 import schemathesis.specs.openapi.schemas
 from fastapi import FastAPI
 from hypothesis import HealthCheck, given, seed, settings
+from pydantic import ValidationError
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation.modes import GenerationMode
 from schemathesis.python import asgi
@@ -27,6 +29,9 @@ from schemathesis.python import asgi
 from service.__main__ import openapi_document
 from service.engine.catalog import VariantEncoders
 from service.http.app import create_app
+from service.http.errors import ServiceError
+from service.http.limits import check_limits
+from service.http.schemas.search import SearchRequest
 from service.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.fakes.fake_bundles import (
@@ -106,6 +111,78 @@ def test_the_document_states_the_configured_limits(tmp_path: Path) -> None:
     assert _field(settings, "ScoreRequest", "pairs")["maxItems"] == 5
     assert _field(settings, "EmbedTexts", "texts")["maxItems"] == 6
     assert _field(settings, "EmbedImages", "images")["maxItems"] == 3
+
+
+def _validator(settings: Settings, component: str) -> jsonschema.Draft202012Validator:
+    """A JSON Schema validator of one component of the document ``settings`` serve."""
+    components = create_app(settings).openapi()["components"]
+    schema = {"$ref": f"#/components/schemas/{component}", "components": components}
+    return jsonschema.Draft202012Validator(schema)
+
+
+@pytest.mark.parametrize(
+    ("params", "valid"),
+    [
+        ({"exact": True}, True),
+        ({"exact": True, "nprobe": None, "ef_search": None}, True),
+        ({"exact": False, "nprobe": 32}, True),
+        ({"nprobe": 64, "ef_search": 512}, True),
+        ({}, True),
+        ({"exact": True, "nprobe": 32}, False),
+        ({"exact": True, "ef_search": 1}, False),
+        ({"nprobe": 0}, False),
+        ({"ef_search": 0}, False),
+        ({"nprobe": 65}, False),
+        ({"ef_search": 513}, False),
+    ],
+)
+def test_the_document_states_what_the_search_params_validator_refuses(
+    tmp_path: Path, params: dict[str, object], valid: bool
+) -> None:
+    """exact with nprobe or ef_search, a bound below 1 and a setting's limit: the document
+    refuses what the model and the limits refuse, and allows what they allow."""
+    settings = Settings(
+        bundles_root=tmp_path, variants_root=tmp_path, max_nprobe=64, max_ef_search=512
+    )
+    assert _validator(settings, "SearchParams").is_valid(params) is valid
+    body = {"query": {"text": "a dog"}, "collection": "captions", "search_params": params}
+    try:
+        check_limits(SearchRequest.model_validate(body), settings)
+    except (ValidationError, ServiceError):
+        accepted = False
+    else:
+        accepted = True
+    assert accepted is valid
+
+
+def test_the_document_states_that_an_in_list_is_not_empty() -> None:
+    field_test = _validator(Settings.model_construct(), "FieldTest")
+    assert field_test.is_valid({"field": "image_id", "in": [1]})
+    assert not field_test.is_valid({"field": "image_id", "in": []})
+
+
+def test_the_document_s_examples_name_the_demo_s_fields_and_items() -> None:
+    """The examples are requests the demo (`make serve`) answers: its collections' fields
+    (coco-captions:captions, scenes:images, ...), a caption of the Karpathy val split and an
+    image of the scenes test split (tests/contract/test_schemathesis_demo.py sends them)."""
+    text = COMMITTED.read_text(encoding="utf-8")
+    for absent in ("category", "price", "COCO_val2014:sentid:770337"):
+        assert absent not in text
+    demo_fields = {"image_id", "filename", "sentid", "text", "captions"}
+    search = _schemas(Settings.model_construct())["SearchRequest"]["properties"]
+    assert isinstance(search, dict)
+    named: set[str] = set()
+    pending: list[object] = list(search["filter"]["examples"])
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if "field" in node:
+                named.add(node["field"])
+            pending += node.values()
+        elif isinstance(node, list):
+            pending += node
+    assert named
+    assert named <= demo_fields
 
 
 def test_the_query_side_is_a_tagged_union_in_the_document() -> None:

@@ -1,11 +1,13 @@
 """The schemathesis CLI with every check against a live service finds nothing: requests the
-OpenAPI document allows are served (or refused only for what the document says: 401/403/404),
-requests it forbids are refused, every answer matches the document — with no keys configured
-and with read and admin keys.
+OpenAPI document allows are served (or refused only for what the document says: 401/403, 404
+for what is not served, 409 for what does not fit what is served), requests it forbids are
+refused, every answer matches the document — with no keys configured and with read and admin
+keys.
 
 The service is real: uvicorn, the committed two-tower scenes dual encoder (models/), a bundle
 of a small generated scenes corpus. ``tests/contract/schemathesis_hooks.py`` teaches the fuzzer
-the document's image format; ``schemathesis.toml`` gives it the key schemes.
+the document's image format; the repository's ``schemathesis.toml`` loads them, and runs with
+keys add the key schemes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from tests.e2e.conftest import LiveService, build_scenes_roots, start_service, s
 
 pytestmark = [pytest.mark.e2e]
 
-CONTRACT_DIR = Path(__file__).resolve().parent
 READ_KEY = "contract-read-key-0123456789"
 ADMIN_KEY = "contract-admin-key-0123456789"
 SEED = "1"
@@ -72,22 +73,37 @@ def small_body_service(roots: tuple[Path, Path, Path]) -> Iterator[LiveService]:
     yield from _serve(roots, "small", limits)
 
 
+KEY_SCHEMES = """
+[auth.openapi.bearerKey]
+bearer = "{key}"
+
+[auth.openapi.apiKeyHeader]
+api_key = "{key}"
+"""
+"""The service's key schemes, filled with the key, added to the repository's schemathesis.toml
+for a run with keys."""
+
+
 def run_schemathesis(
-    service: LiveService, key: str | None, *only_path: str
+    service: LiveService, key: str | None, *only_path: str, work: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``schemathesis run <url>/openapi.json --checks all`` with a fixed seed, as `make
-    contract` runs it; ``key`` fills both key schemes; ``only_path`` limits it to one route."""
+    """``schemathesis run <url>/openapi.json --checks all`` with a fixed seed from the
+    repository root, as `make contract` runs it (schemathesis finds the repository's
+    schemathesis.toml there); ``key`` fills both key schemes (a config file in ``work``: the
+    repository's plus the schemes); ``only_path`` limits it to one route."""
     executable = Path(sys.executable).with_name("schemathesis")
-    command = [str(executable), "--config-file", str(CONTRACT_DIR / "schemathesis.toml"), "run"]
-    command += [f"{service.url}/openapi.json", "--checks", "all", "--seed", SEED]
+    command = [str(executable)]
+    if key is not None:
+        assert work is not None, "a run with a key writes its config file into work"
+        config = work / "schemathesis-with-keys.toml"
+        config.write_text(
+            (REPO_ROOT / "schemathesis.toml").read_text() + KEY_SCHEMES.format(key=key)
+        )
+        command += ["--config-file", str(config)]
+    command += ["run", f"{service.url}/openapi.json", "--checks", "all", "--seed", SEED]
     command += ["--max-examples", MAX_EXAMPLES, "--workers", "1"]
     command += [option for path in only_path for option in ("--include-path", path)]
-    env = {
-        **os.environ,
-        "SCHEMATHESIS_HOOKS": "tests.contract.schemathesis_hooks",
-        "CRISSCROSS_CONTRACT_KEY": key or "",
-        "PYTHONPATH": str(REPO_ROOT),
-    }
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     return subprocess.run(
         command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
     )
@@ -99,8 +115,10 @@ def test_schemathesis_finds_nothing_without_keys(open_service: LiveService) -> N
     assert "No issues found" in result.stdout or "passed" in result.stdout, result.stdout[-3000:]
 
 
-def test_schemathesis_finds_nothing_with_keys(keyed_service: LiveService) -> None:
-    result = run_schemathesis(keyed_service, ADMIN_KEY)
+def test_schemathesis_finds_nothing_with_keys(
+    keyed_service: LiveService, roots: tuple[Path, Path, Path]
+) -> None:
+    result = run_schemathesis(keyed_service, ADMIN_KEY, work=roots[2])
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
 
 

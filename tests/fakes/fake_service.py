@@ -4,7 +4,7 @@ It serves a ``captions`` collection and, optionally, an ``images`` collection, a
 deterministic toy similarity (Jaccard overlap of lower-cased word sets, which ties often) with
 the contract's tie rule: score descending, then row ascending. An image "is" its toy
 description text: a stored image item is its description, an uploaded image is looked up by its
-bytes. Text sides need the ``text`` tower and uploads the ``image`` tower (422 otherwise), as in
+bytes. Text sides need the ``text`` tower and uploads the ``image`` tower (409 otherwise), as in
 the contract. It records every request so tests can check what was sent; a bulk search
 (``/v1/search/bulk``) answers each of its searches as ``/v1/search`` would.
 """
@@ -93,11 +93,11 @@ class FakeService:
         """The text a query/pair side stands for; raises :class:`_SideError` with the answer."""
         if "text" in side:
             if self.towers is not None and "text" not in self.towers:
-                raise _SideError(_error(422, "invalid_input", "variant has no text tower"))
+                raise _SideError(_error(409, "tower_missing", "variant has no text tower"))
             return str(side["text"])
         if "image" in side:
             if self.towers is not None and "image" not in self.towers:
-                raise _SideError(_error(422, "invalid_input", "variant has no image tower"))
+                raise _SideError(_error(409, "tower_missing", "variant has no image tower"))
             try:
                 data = base64.b64decode(str(side["image"]), validate=True)
             except (binascii.Error, ValueError) as error:

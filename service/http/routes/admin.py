@@ -48,7 +48,20 @@ async def _reload_enabled(state: StateDep) -> None:
 @router.post(
     "/v1/admin/reload",
     response_model=ReloadResponse,
-    responses=error_responses(401, 403, 404, 409, 415, 422, 503),
+    responses=error_responses(
+        401,
+        403,
+        404,
+        409,
+        415,
+        422,
+        503,
+        descriptions={
+            404: "An unknown bundle, or a version the bundle does not have (not_found).",
+            409: "The bundle version is corrupt or does not fit the loaded encoders; the served "
+            "version keeps serving (bundle_rejected).",
+        },
+    ),
     dependencies=[Depends(_reload_enabled), Depends(_require_json_if_body)],
     summary="Load new bundle versions and swap them in atomically (admin key)",
 )

@@ -31,7 +31,7 @@ router = APIRouter(tags=["catalog"])
 @router.get(
     "/v1/items/{collection}/{id:path}",
     response_model=ItemResponse,
-    responses=error_responses(*AUTH_ERRORS, 404, 422, 503),
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 422, 503),
     summary="Metadata of a stored item",
 )
 async def item(
@@ -59,7 +59,7 @@ THUMBNAIL_CACHE_CONTROL = "private, max-age=3600"
     responses={
         200: {"content": {"image/jpeg": {}}, "description": "The item's thumbnail (JPEG)."},
         304: {"description": "Not modified (If-None-Match matched the ETag)."},
-        **error_responses(*AUTH_ERRORS, 404, 422, 503),
+        **error_responses(*AUTH_ERRORS, 404, 409, 422, 503),
     },
     summary="Thumbnail of a stored image item",
 )

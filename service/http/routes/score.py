@@ -7,6 +7,7 @@ import numpy as np
 from fastapi import APIRouter, Depends
 
 from service.http.dependencies import CatalogDep, ContextDep, StateDep, require_json
+from service.http.limits import check_vector_lengths
 from service.http.routes import JSON_BODY_ERRORS
 from service.http.routes.json_route import JsonRoute
 from service.http.schemas.score import ScoreRequest, ScoreResponse
@@ -29,11 +30,14 @@ async def score(
 
     Every distinct text of the request is embedded in a single encoder call, every distinct
     image (same base64) decoded and embedded once; items use the bundle's stored vectors and
-    vector sides the client's own embedding, normalised (422 for a wrong dimension, a
-    non-finite number or zero norm). A
-    side whose tower the variant lacks (422) and unknown items (404) are refused before anything
-    is decoded or encoded; images are decoded and embedded before any text is encoded.
+    vector sides the client's own embedding, normalised (422 for zero norm, or for a length
+    other than the one dimension every served variant shares, which the document states; 409
+    ``dimension_mismatch`` for a length other than the variant's where served variants
+    differ). A side whose tower the variant lacks (409
+    ``tower_missing``) and unknown items (404) are refused before anything is decoded or
+    encoded; images are decoded and embedded before any text is encoded.
     """
+    check_vector_lengths(body, (variant.dim for variant in catalog.variants))
     sides = body.core_sides()
     variant = state.searcher.variant_for(catalog, body.variant, sides)
     vectors, versions = await state.searcher.vectors(context, catalog, variant, sides)

@@ -23,7 +23,7 @@ from service.http.dependencies import (
     require_multipart,
 )
 from service.http.errors import ErrorCode, ServiceError, item_error, validation_message
-from service.http.limits import check_limits
+from service.http.limits import check_limits, check_vector_lengths
 from service.http.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses
 from service.http.routes.json_route import JsonRoute
 from service.http.schemas.bulk import BulkSearchRequest, BulkSearchResponse
@@ -106,8 +106,10 @@ async def search(
     ``vector`` query searches with the client's own embedding (the variant's dimension,
     finite, non-zero; normalised here).
     Limits are checked before anything is decoded or encoded: a base64 image over
-    ``max_image_bytes`` is 413, an image query on a variant without an image tower 422. Images
-    larger than the JSON body limit allows go to ``POST /v1/search/upload``."""
+    ``max_image_bytes`` is 413, an image query on a variant without an image tower 409
+    ``tower_missing``. Images larger than the JSON body limit allows go to
+    ``POST /v1/search/upload``."""
+    check_vector_lengths(body, (variant.dim for variant in catalog.variants))
     answer = await state.searcher.search(context, catalog, body.to_query())
     return _response(context, answer, body.include_metadata)
 
@@ -115,7 +117,8 @@ async def search(
 @router.post(
     BULK_ROUTE,
     response_model=BulkSearchResponse,
-    responses=JSON_BODY_ERRORS,
+    # What a lone search would refuse with 404 or 409 fails that search only (its own status).
+    responses=error_responses(*AUTH_ERRORS, 413, 415, 422, 503),
     dependencies=[Depends(require_json)],
     summary="Many searches in one request",
 )
@@ -132,7 +135,7 @@ async def search_bulk(
     overloaded encoder refuses the whole request (503). Texts are encoded together and
     searches of one collection run as one faiss call, so a bulk request costs far less than as
     many single ones."""
-    body.check_vector_lengths({variant.dim for variant in catalog.variants})
+    check_vector_lengths(body, (variant.dim for variant in catalog.variants))
     answers = await state.searcher.search_many(context, catalog, body.queries())
     items: list[dict[str, Any]] = []
     for search, answer in zip(body.searches, answers, strict=True):
@@ -217,7 +220,7 @@ _UPLOAD_REQUEST_BODY: dict[str, Any] = {
 @upload_router.post(
     UPLOAD_ROUTE,
     response_model=SearchResponse,
-    responses=error_responses(*AUTH_ERRORS, 404, 413, 415, 422, 503),
+    responses=JSON_BODY_ERRORS,
     openapi_extra={"requestBody": _UPLOAD_REQUEST_BODY},
     summary="Search a collection with an uploaded image file",
 )

@@ -11,8 +11,6 @@ from pydantic import (
 from service.engine.query import (
     SearchQuery,
 )
-from service.http.errors import ErrorCode, ServiceError
-from service.http.schemas.queries import VectorQuery
 from service.http.schemas.search import SearchPageResult, SearchRequest, Timings
 from service.http.schemas.wire import EXAMPLE_ITEM, StrictRequest
 
@@ -37,21 +35,6 @@ class BulkSearchRequest(StrictRequest):
         min_length=1,
         description="1..max_bulk_searches searches, each exactly a POST /v1/search body.",
     )
-
-    def check_vector_lengths(self, dims: set[int]) -> None:
-        """Raise ``ServiceError`` invalid_input for a ``vector`` query whose length no served
-        variant has, when they all share one dimension (the document then states that length:
-        such a request is malformed as a whole, not one search that fails)."""
-        if len(dims) != 1:
-            return
-        (dim,) = dims
-        for index, search in enumerate(self.searches):
-            if isinstance(search.query, VectorQuery) and len(search.query.vector) != dim:
-                raise ServiceError(
-                    ErrorCode.INVALID_INPUT,
-                    f"searches.{index}.query.vector: {len(search.query.vector)} numbers, but "
-                    f"every served variant embeds in {dim} dimensions",
-                )
 
     def queries(self) -> list[SearchQuery]:
         """The searches as the engine takes them."""

@@ -126,7 +126,8 @@ class CollectionInfo(BaseModel):
     qualified_name: str = Field(
         description="'<bundle>:<collection>', unique in the service. A request may name a "
         "collection either way: a bare name finds the one collection of that name whose "
-        "variant can answer it (422 listing the qualified names when several can)."
+        "variant can answer it (409 ambiguous_name listing the qualified names when several "
+        "can)."
     )
     count: int
     dim: int

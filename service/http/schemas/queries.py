@@ -20,6 +20,7 @@ from service.engine.query import (
 )
 from service.http.schemas.wire import (
     EXAMPLE_CAPTION_ID,
+    EXAMPLE_IMAGE_ID,
     EXAMPLE_ITEM,
     Base64Image,
     QueryText,
@@ -30,10 +31,12 @@ from service.http.schemas.wire import (
 
 
 class ItemRef(StrictRequest):
-    """A stored item, by collection and id (e.g. ``captions`` / ``COCO_val2014:sentid:770337``)."""
+    """A stored item, by collection and id (e.g. ``captions`` / ``COCO_val2014:sentid:474921``)."""
 
-    collection: str = Field(examples=["captions", "images"])
-    id: str = Field(examples=[EXAMPLE_CAPTION_ID, "COCO_val2014_000000184613.jpg"])
+    # The demo serves two collections named 'images' (bundles scenes and scenes-efficientnet):
+    # the image example names its collection qualified, so that it is not ambiguous there.
+    collection: str = Field(examples=["captions", "scenes:images"])
+    id: str = Field(examples=[EXAMPLE_CAPTION_ID, EXAMPLE_IMAGE_ID])
 
 
 class TextQuery(StrictRequest):

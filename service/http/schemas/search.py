@@ -24,8 +24,10 @@ from service.engine.search_params import SearchOverride
 from service.http.schemas.queries import QueryInput
 from service.http.schemas.wire import (
     EXAMPLE_CAPTION_ID,
+    EXAMPLE_FILTER,
     EXAMPLE_ITEM,
     JsonInteger,
+    PositiveJsonInteger,
     StrictRequest,
     json_object,
 )
@@ -35,21 +37,29 @@ class SearchParams(StrictRequest):
     """Per-search parameters of an approximate index, or an exact search instead of it."""
 
     model_config = ConfigDict(
-        json_schema_extra={"examples": [{"nprobe": 32}, {"ef_search": 128}, {"exact": True}]}
+        json_schema_extra={
+            "examples": [{"nprobe": 32}, {"ef_search": 128}, {"exact": True}],
+            # 'exact' stands alone: exact is not true, or nprobe and ef_search are left out (or
+            # null). The document says what the check below says, as an anyOf (not if/then or
+            # not: a fuzzer then draws the multipart form that holds these without judging the
+            # whole form, file included, against a condition).
+            "anyOf": [
+                {"properties": {"exact": {"const": False}}},
+                {"properties": {"nprobe": {"type": "null"}, "ef_search": {"type": "null"}}},
+            ],
+        }
     )
 
-    nprobe: JsonInteger | None = Field(
+    nprobe: PositiveJsonInteger | None = Field(
         default=None,
-        ge=1,
         description="Inverted lists an IVF index scans (1..max_nprobe and at most the index's "
-        "nlist); more finds more of the exact answers, slower. 422 "
-        "search_param_not_applicable on an index that is not IVF.",
+        "nlist); more finds more of the exact answers, slower. 409 "
+        "search_param_not_applicable on an index that is not IVF, or above its nlist.",
     )
-    ef_search: JsonInteger | None = Field(
+    ef_search: PositiveJsonInteger | None = Field(
         default=None,
-        ge=1,
         description="Candidates an HNSW index explores (1..max_ef_search); more finds more of "
-        "the exact answers, slower. 422 search_param_not_applicable on an index that is not "
+        "the exact answers, slower. 409 search_param_not_applicable on an index that is not "
         "HNSW.",
     )
     exact: bool = Field(
@@ -76,7 +86,7 @@ class SearchOptions(StrictRequest):
         min_length=1,
         description="Collection to search: its qualified name '<bundle>:<collection>' "
         "(GET /v1/collections), or its bare name when one served collection of that name can "
-        "answer the query (else 422 listing the choices).",
+        "answer the query (else 409 ambiguous_name listing the choices).",
         examples=["captions", "coco-captions:captions"],
     )
     k: JsonInteger = Field(
@@ -105,15 +115,10 @@ class SearchOptions(StrictRequest):
         default=None,
         description="Only items this metadata filter keeps (fields and types: "
         "GET /v1/collections). A leaf tests one field: eq, in, range (gt/gte/lt/lte) or "
-        "exists; and/or/not combine filters.",
-        examples=[
-            {
-                "and": [
-                    {"field": "category", "in": ["shoes", "bags"]},
-                    {"field": "price", "range": {"gte": 10, "lt": 50}},
-                ]
-            }
-        ],
+        "exists; and/or/not combine filters. A field the collection lacks, an operand of "
+        "another type than the field's or a range on a field without an order is 409 "
+        "filter_not_applicable.",
+        examples=[EXAMPLE_FILTER],
     )
 
     search_params: SearchParams | None = Field(
@@ -121,7 +126,7 @@ class SearchOptions(StrictRequest):
         description="Override the collection's search parameters for this search (its "
         "defaults: GET /v1/collections): nprobe for an IVF index, ef_search for an HNSW one, "
         "or exact=true for the exact answers whatever the index. Omitted: the defaults.",
-        examples=[{"nprobe": 32}, {"exact": True}],
+        examples=[{"exact": True}],
     )
 
     def page(self, where: str = "filter") -> PageRequest:

@@ -75,14 +75,33 @@ JsonInteger = Annotated[int, BeforeValidator(_integral)]
 """An integer as JSON Schema has it (``5`` or ``5.0``; not ``5.5``, ``"5"`` or ``true``)."""
 
 
+PositiveJsonInteger = Annotated[int, Field(ge=1), BeforeValidator(_integral)]
+"""A :data:`JsonInteger` of at least 1. The bound sits inside the type so that the document
+states it (``minimum``) where the field is optional too: ``Field(ge=1)`` on
+``JsonInteger | None`` reaches the validator but leaves a bare ``ge`` in the document, which
+JSON Schema ignores."""
+
+
 class StrictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
-EXAMPLE_CAPTION_ID = "COCO_val2014:sentid:770337"
+# The document's examples name what `make serve` serves (the demo's bundles): a caption of the
+# Karpathy val split (coco-captions), an image of the scenes test split (scenes and
+# scenes-efficientnet), and fields both kinds of collection have (image_id, filename).
+EXAMPLE_CAPTION_ID = "COCO_val2014:sentid:474921"
+EXAMPLE_IMAGE_ID = "scenes_test_000030000001.png"
 
 
 EXAMPLE_ITEM: dict[str, JsonValue] = {"collection": "captions", "id": EXAMPLE_CAPTION_ID}
+
+
+EXAMPLE_FILTER: dict[str, JsonValue] = {
+    "and": [
+        {"field": "image_id", "range": {"gte": 100000, "lt": 500000}},
+        {"not": {"field": "filename", "eq": "COCO_val2014_000000184613.jpg"}},
+    ]
+}
 
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]

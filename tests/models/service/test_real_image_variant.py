@@ -102,7 +102,8 @@ def test_base64_query_and_embed_agree_with_the_upload(served: TestClient) -> Non
 
 def test_text_query_names_the_missing_tower(served: TestClient) -> None:
     response = served.post("/v1/search", json={"query": {"text": "red"}, "collection": "images"})
-    assert response.status_code == 422
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "tower_missing"
     assert "has no text tower" in response.json()["error"]["message"]
 
 

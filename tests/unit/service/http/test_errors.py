@@ -11,14 +11,19 @@ import pytest
 
 from encoders.image_decode import DECODE_FAILURES
 from service.exceptions import (
+    AmbiguousNameError,
     BundleRejectedError,
+    DimensionMismatchError,
     DomainError,
+    FilterNotApplicableError,
     ImageRefusedError,
     InvalidQueryError,
     NotFoundError,
     OverloadedError,
     SearchParamNotApplicableError,
     ShuttingDownError,
+    TowerMissingError,
+    VariantMismatchError,
 )
 from service.http.errors import (
     CODE_OF_DOMAIN_ERROR,
@@ -58,15 +63,43 @@ def test_every_domain_error_has_a_code() -> None:
         "ShuttingDownError": 503,
         "NotReadyError": 503,
         "BundleRejectedError": 409,
-        "SearchParamNotApplicableError": 422,
+        "TowerMissingError": 409,
+        "AmbiguousNameError": 409,
+        "VariantMismatchError": 409,
+        "DimensionMismatchError": 409,
+        "FilterNotApplicableError": 409,
+        "SearchParamNotApplicableError": 409,
     }
+
+
+def test_422_is_for_input_that_is_wrong_and_409_for_a_conflict_with_what_is_served() -> None:
+    """A well-formed request that names something not served is 404; one whose parts exist but
+    do not fit together or with what is served is 409, with its own code; 422 is left to input
+    that is wrong whatever is served (it breaks the document, or no value could satisfy it)."""
+    conflicts = {code for code, status in STATUS_OF.items() if status == 409}
+    assert conflicts == {
+        ErrorCode.BUNDLE_REJECTED,
+        ErrorCode.TOWER_MISSING,
+        ErrorCode.AMBIGUOUS_NAME,
+        ErrorCode.VARIANT_MISMATCH,
+        ErrorCode.DIMENSION_MISMATCH,
+        ErrorCode.FILTER_NOT_APPLICABLE,
+        ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+    }
+    invalid = {code for code, status in STATUS_OF.items() if status == 422}
+    assert invalid == {ErrorCode.INVALID_INPUT}
 
 
 @pytest.mark.parametrize(
     ("error", "code"),
     [
         (NotFoundError("unknown variant 'x'"), ErrorCode.NOT_FOUND),
-        (InvalidQueryError("no image tower"), ErrorCode.INVALID_INPUT),
+        (InvalidQueryError("query.vector: zero norm"), ErrorCode.INVALID_INPUT),
+        (TowerMissingError("query.image: no image tower"), ErrorCode.TOWER_MISSING),
+        (AmbiguousNameError("collection 'captions' is ambiguous"), ErrorCode.AMBIGUOUS_NAME),
+        (VariantMismatchError("embedded by variant 'v', not 'w'"), ErrorCode.VARIANT_MISMATCH),
+        (DimensionMismatchError("query.vector: 3 numbers"), ErrorCode.DIMENSION_MISMATCH),
+        (FilterNotApplicableError("filter.field: unknown field"), ErrorCode.FILTER_NOT_APPLICABLE),
         (OverloadedError("queue full", retry_after_s=2), ErrorCode.OVERLOADED),
         (ShuttingDownError("not ready: shutting down", retry_after_s=1), ErrorCode.NOT_READY),
         (BundleRejectedError("corrupt"), ErrorCode.BUNDLE_REJECTED),
