@@ -175,8 +175,10 @@ cider: $(VENV)/.installed ## CIDEr-D matrix of $(DATA) $(SPLIT) (captions x imag
 test: install ## run the whole test suite (unit, api, contract, real model, real data, end to end)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-check: install ## the fast lane: every test that needs no exported model, real data or server (<1 min)
-	$(PY) -m pytest -q -n auto -m "not slow and not e2e and not gpu" -p no:cacheprovider $(PYTEST_ARGS)
+# Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set: pytest then keeps its rewritten test
+# modules too, which saves their rewriting on the next run.
+check: install ## the fast lane: every test that needs no exported model, real data, server or Ray cluster
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -n auto -m "not slow and not e2e and not gpu" -p no:cacheprovider $(PYTEST_ARGS)
 
 contract: install ## schemathesis --checks all against a live service, without and with keys
 	$(PY) -m pytest -q tests/contract -p no:cacheprovider $(PYTEST_ARGS)

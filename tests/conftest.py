@@ -21,12 +21,18 @@ TESTS_ROOT = Path(__file__).resolve().parent
 # Tests that run system programs (podman, Prometheus, kubectl, Chromium: `make test-tools`) skip
 # when one is missing, except where this variable is 1 (CI sets it): there they fail.
 REQUIRE_TOOLS_VARIABLE = "CRISSCROSS_REQUIRE_TEST_TOOLS"
-_FOLDER_MARKS = {"models": "slow", "e2e": "e2e", "deploy": "e2e"}
+_FOLDER_MARKS = {
+    "models": "slow",
+    "studies": "slow",
+    "e2e": "e2e",
+    "deploy": "e2e",
+    "cluster": "e2e",
+}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test under ``tests/models`` slow and every test under ``tests/e2e`` and
-    ``tests/deploy`` e2e."""
+    """Mark every test under ``tests/models`` and ``tests/studies`` slow, and every test under
+    ``tests/e2e``, ``tests/deploy`` and ``tests/cluster`` (a local Ray cluster) e2e."""
     for item in items:
         relative = Path(str(item.path)).resolve().relative_to(TESTS_ROOT)
         mark = _FOLDER_MARKS.get(relative.parts[0])
