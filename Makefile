@@ -159,7 +159,8 @@ demo-steps: bundle scenes-bundles
 DEFAULT_VARIANT ?= minilm-l6-v2
 
 serve: bundle scenes-bundles ## serve the built bundles on $(HOST):$(PORT) until stopped
-	CRISSCROSS_DEFAULT_VARIANT=$(DEFAULT_VARIANT) $(PY) -m service serve --host $(HOST) --port $(PORT)
+	CRISSCROSS_DEFAULT_VARIANT=$(DEFAULT_VARIANT) $(PY) -m service serve --host $(HOST) --port $(PORT) \
+	    --collections-dir artifacts/collections
 
 bench: bundle ## in-process baseline, then closed + open-loop load over HTTP past 2x saturation
 	DATA=$(DATA) SPLIT=$(SPLIT) BENCH_DIR=reports/bench PY=$(PY) scripts/bench.sh

@@ -279,6 +279,22 @@ def create_router_app(
             ),
         )
 
+    @app.api_route(
+        "/v1/collections/{rest:path}",
+        methods=["POST", "PATCH", "DELETE"],
+        responses={409: {"model": ErrorResponse}},
+        include_in_schema=False,
+    )
+    @app.post("/v1/collections", responses={409: {"model": ErrorResponse}}, include_in_schema=False)
+    async def writes(rest: str = "") -> None:
+        del rest  # any path under /v1/collections: every write is refused alike
+        raise ServiceError(
+            ErrorCode.WRITES_UNAVAILABLE,
+            "sharded serving on Ray serves bundles read-only: live collections (create, "
+            "upsert, delete) are written on a single-process service with collections_dir; "
+            "shard and publish their data as bundles to serve them here",
+        )
+
     @app.get("/healthz")
     async def healthz() -> Mapping[str, str]:
         return {"status": "ok"}

@@ -30,6 +30,7 @@ _FLAG_FIELDS = (
     "bundles_root",
     "bundles",
     "variants_root",
+    "collections_dir",
     "default_variant",
     "providers",
     "intra_op_threads",
@@ -47,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--bundles-root", type=Path, help="folder of bundles (artifacts/bundles)")
     serve.add_argument("--bundles", help="comma-separated bundle names (default: all with CURRENT)")
     serve.add_argument("--variants-root", type=Path, help="folder of variants (artifacts/variants)")
+    serve.add_argument(
+        "--collections-dir", type=Path, help="folder of live collections (none: no writes)"
+    )
     serve.add_argument("--default-variant", help="variant used when a request names none")
     serve.add_argument(
         "--providers", choices=get_args(ProviderChoice), help="onnxruntime providers"
@@ -89,6 +93,8 @@ def serve(settings: Settings) -> int:
     setting resolves to 1, else under a supervisor of that many worker processes. Returns the
     exit status."""
     workers = resolve_workers(settings.workers, usable_cores())
+    if settings.collections_dir is not None:
+        workers = 1  # a live collection's log has one owner (the settings refuse workers > 1)
     if workers == 1:
         # Imported only to serve here: a supervisor stays free of the serving stack.
         from service.runtime.server import run_server

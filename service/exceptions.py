@@ -58,6 +58,11 @@ class FilterNotApplicableError(InvalidQueryError):
     another type than the field's, a range on a field without an order."""
 
 
+class FieldMismatchError(InvalidQueryError):
+    """An item's metadata does not fit its collection's declared fields: a field the collection
+    lacks, or a value of another type than the field's."""
+
+
 class SearchParamNotApplicableError(InvalidQueryError):
     """A request's search parameters do not fit the collection's index: ``nprobe`` on an index
     that is not IVF (or above its ``nlist``), ``ef_search`` on one that is not HNSW."""
@@ -92,6 +97,30 @@ class NotReadyError(DomainError):
 class BundleRejectedError(DomainError):
     """A bundle version cannot replace the served one (corrupt, or it does not fit the loaded
     encoders); the served version keeps serving."""
+
+
+class CollectionExistsError(DomainError):
+    """A collection of the name asked for exists already (or a served bundle collection has
+    that name)."""
+
+
+class CollectionLimitError(DomainError):
+    """Creating one more live collection would pass ``max_collections``."""
+
+
+class WritesUnavailableError(DomainError):
+    """This server takes no writes: no ``collections_dir``, or a process layout where a log
+    could not have one owner; the message says which."""
+
+
+class WriteFailedError(DomainError):
+    """The collection's log could not be written (a failed write or fsync): nothing of the
+    request is acknowledged, and the collection takes no more writes until the service
+    restarts and replays what reached the disk."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 RefusalReason = DecodeFailure | Literal["invalid_base64"]

@@ -15,6 +15,7 @@ across processes; there each worker copies the admission gate into its gauges on
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -276,6 +277,52 @@ class ServiceMetrics:
             "Attempts to load bundles and encoders that were refused.",
             registry=self.registry,
         )
+        self.writes = Counter(
+            "crisscross_writes",
+            "Write operations acknowledged, by collection and operation (upsert, delete, patch), "
+            "and the items they wrote or deleted.",
+            ["collection", "operation", "unit"],
+            registry=self.registry,
+        )
+        self.write_seconds = Histogram(
+            "crisscross_write_commit_seconds",
+            "Time from a write's hand-over to the log until it is fsynced and visible (its wait "
+            "for the group before it included).",
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.log_fsync_seconds = Histogram(
+            "crisscross_log_fsync_seconds",
+            "Time of one group commit's append and fsync of a collection's log.",
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
+        self.write_group_size = Histogram(
+            "crisscross_write_group_requests",
+            "Write requests sharing one fsync (group commit).",
+            buckets=_BATCH_BUCKETS,
+            registry=self.registry,
+        )
+        self.live_items = Gauge(
+            "crisscross_live_collection_items",
+            "Items in each live collection, the rows of its mutable segment (every version, "
+            "deleted ones too) and the bytes of its log.",
+            ["collection", "measure"],
+            multiprocess_mode="livemax",
+            registry=self.registry,
+        )
+
+    def record_collection(self, name: str, items: int, rows: int, log_bytes: int) -> None:
+        """Publish a live collection's size (items alive, segment rows, log bytes)."""
+        self.live_items.labels(name, "items").set(items)
+        self.live_items.labels(name, "rows").set(rows)
+        self.live_items.labels(name, "log_bytes").set(log_bytes)
+
+    def forget_collection(self, name: str) -> None:
+        """Drop a dropped live collection's series."""
+        for measure in ("items", "rows", "log_bytes"):
+            with contextlib.suppress(KeyError):
+                self.live_items.remove(name, measure)
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
         """Count one answered request and its duration."""

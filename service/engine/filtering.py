@@ -13,6 +13,8 @@ microseconds since the epoch.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Protocol
 
 import numpy as np
 
@@ -20,10 +22,20 @@ from formats.field_types import INT64_MAX, INT64_MIN, FieldType, timestamp_micro
 from service.engine.filter_grammar import AllOf, AnyOf, Bound, FieldTest, Filter, NoneOf, Operand
 from service.exceptions import FilterNotApplicableError, InvalidQueryError, quoted
 from storage.columns import Column, Mask, Scalar
-from storage.reader import LoadedCollection
 
 
-def check_filter(node: Filter, collection: LoadedCollection, where: str = "filter") -> None:
+class Filterable(Protocol):
+    """What a filter reads: a name for messages and the typed columns (a bundle collection, or
+    a live collection's segment)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def columns(self) -> Mapping[str, Column]: ...
+
+
+def check_filter(node: Filter, collection: Filterable, where: str = "filter") -> None:
     """Raise :class:`FilterNotApplicableError` when ``node`` does not fit ``collection``'s
     fields (an unknown field, an operand of the wrong type, a range on a field without an
     order), :class:`InvalidQueryError` for a range nothing can satisfy or a number too large
@@ -31,13 +43,13 @@ def check_filter(node: Filter, collection: LoadedCollection, where: str = "filte
     _check(node, collection, where)
 
 
-def filter_mask(node: Filter, collection: LoadedCollection) -> Mask:
+def filter_mask(node: Filter, collection: Filterable) -> Mask:
     """The rows of ``collection`` that ``node`` keeps (one numpy pass per field test: run it
     off the event loop). ``node`` must have passed :func:`check_filter`."""
     return _mask(node, collection)
 
 
-def _check(node: Filter, collection: LoadedCollection, where: str) -> None:
+def _check(node: Filter, collection: Filterable, where: str) -> None:
     if isinstance(node, AllOf | AnyOf):
         tag = "and" if isinstance(node, AllOf) else "or"
         members = node.and_ if isinstance(node, AllOf) else node.or_
@@ -49,7 +61,7 @@ def _check(node: Filter, collection: LoadedCollection, where: str) -> None:
         _leaf_operands(node, _column(node, collection, where), where)
 
 
-def _mask(node: Filter, collection: LoadedCollection) -> Mask:
+def _mask(node: Filter, collection: Filterable) -> Mask:
     if isinstance(node, AllOf):
         masks = [_mask(child, collection) for child in node.and_]
         return np.logical_and.reduce(masks) if len(masks) > 1 else masks[0]
@@ -68,7 +80,7 @@ def _mask(node: Filter, collection: LoadedCollection) -> Mask:
     return column.member_mask(_members(node, column, ""))
 
 
-def _column(node: FieldTest, collection: LoadedCollection, where: str) -> Column:
+def _column(node: FieldTest, collection: Filterable, where: str) -> Column:
     column = collection.columns.get(node.field)
     if column is None:
         fields = ", ".join(sorted(collection.columns)) or "none"

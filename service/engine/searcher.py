@@ -34,6 +34,8 @@ from service.engine.batcher import EncodeResult, FollowUp
 from service.engine.catalog import Catalog, ServedCollection, ServedVariant
 from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload, decode_payload, payload_bytes
+from service.engine.live_collections import LiveCollections, LiveEntry
+from service.engine.live_search import live_page
 from service.engine.pages import PageSearch, SearchPage
 from service.engine.query import (
     ImageSide,
@@ -52,6 +54,13 @@ from service.exceptions import (
     DomainError,
     ImageRefusedError,
     InvalidQueryError,
+    NotFoundError,
+    OverloadedError,
+    SearchParamNotApplicableError,
+    ShuttingDownError,
+    TowerMissingError,
+    VariantMismatchError,
+    quoted,
 )
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
@@ -101,11 +110,20 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
 
 @dataclass(frozen=True)
 class Answer:
-    """A search's page and where it came from."""
+    """A search's page and where it came from: the collection, the variant that embeds it (None
+    for a live collection of client vectors), the bundle and version (a live collection's own
+    name, and ``live@<seq>``: the log sequence the search saw)."""
 
-    variant: ServedVariant
-    served: ServedCollection
+    collection: str
+    variant: str | None
+    bundle: str
+    bundle_version: str
     page: SearchPage
+
+    @classmethod
+    def of(cls, variant: ServedVariant, served: ServedCollection, page: SearchPage) -> Answer:
+        """The answer of a bundle collection's search."""
+        return cls(served.name, variant.name, served.bundle, served.bundle_version, page)
 
 
 _Plan = tuple[ServedVariant, PageSearch]
@@ -126,6 +144,20 @@ class Searcher:
         self._metrics = metrics
         self._image_limits = image_limits
         self._faiss_threads = faiss_threads
+        self.live: LiveCollections | None = None
+        """The live collections searches may name (set when the app's lifespan opens them)."""
+
+    def vector_dims(self, catalog: Catalog) -> set[int]:
+        """The dimensions a client's vector may have: every served variant's and every live
+        collection's."""
+        dims = {variant.dim for variant in catalog.variants}
+        if self.live is not None:
+            dims |= {entry.collection.spec.dim for entry in self.live.entries}
+        return dims
+
+    def live_entry(self, name: str) -> LiveEntry | None:
+        """The live collection called ``name``, if there is one."""
+        return None if self.live is None else self.live.get(name)
 
     # -- search -----------------------------------------------------------------------------------
 
@@ -178,6 +210,9 @@ class Searcher:
         for search parameters the index does not take, :class:`ImageRefusedError`,
         :class:`OverloadedError` or :class:`ShuttingDownError` as the batchers do."""
         side = query.side
+        live = self.live_entry(query.collection)
+        if live is not None:
+            return await self._search_live(context, catalog, live, query)
         variant, served = self.target(
             catalog, query.variant, query.collection, side, query.side_where
         )
@@ -193,9 +228,9 @@ class Searcher:
                 page = await run_in_threadpool(find, vector[None, :])
             finally:
                 self._record_search(context, served, time.perf_counter() - started)
-            return Answer(variant, served, page)
+            return Answer.of(variant, served, page)
         self._record_search(context, served, result.follow_up_s)
-        return Answer(variant, served, cast("SearchPage", result.follow_up))
+        return Answer.of(variant, served, cast("SearchPage", result.follow_up))
 
     def _page_search(self, served: ServedCollection, page: PageRequest) -> PageSearch:
         """The search of ``page`` in ``served``, its filter and parameters checked (event loop:
@@ -220,7 +255,10 @@ class Searcher:
         planned: dict[int, _Plan] = {}
         vectors: dict[int, np.ndarray] = {}
         started = time.perf_counter()
+        live_positions = [p for p, q in enumerate(queries) if self.live_entry(q.collection)]
         for position, query in enumerate(queries):
+            if position in live_positions:
+                continue
             try:
                 variant, served = self.target(
                     catalog, query.variant, query.collection, query.side, query.side_where
@@ -241,7 +279,21 @@ class Searcher:
             context.add_search_ms((time.perf_counter() - started) * 1000.0)
         for position, page in pages.items():
             variant, find = planned[position]
-            outcome[position] = Answer(variant, find.served, page)
+            outcome[position] = Answer.of(variant, find.served, page)
+        for position in live_positions:
+            entry = self.live_entry(queries[position].collection)
+            try:
+                if entry is None:  # dropped meanwhile
+                    raise NotFoundError(
+                        f"unknown collection {quoted(queries[position].collection)}"
+                    )
+                outcome[position] = await self._search_live(
+                    context, catalog, entry, queries[position]
+                )
+            except (OverloadedError, ShuttingDownError):
+                raise
+            except DomainError as error:
+                outcome[position] = error
         answers = [answer for answer in outcome if answer is not None]
         if len(answers) != len(queries):
             raise RuntimeError("a bulk search was neither answered nor refused")
@@ -312,6 +364,105 @@ class Searcher:
             for position, page in zip(positions, pages, strict=True):
                 found[position] = cast("SearchPage", page)
         return found
+
+    async def _search_live(
+        self, context: RequestContext, catalog: Catalog, entry: LiveEntry, query: SearchQuery
+    ) -> Answer:
+        """:meth:`search` of a live collection: its filter and parameters checked, the side's
+        vector made (embedded by the collection's variant, a client's vector of its dimension,
+        or a stored item of it), then an exact search of the collection as it stands now."""
+        collection = entry.collection
+        spec, page = collection.spec, query.page
+        if query.variant is not None and query.variant != spec.variant:
+            embedded = f"variant {spec.variant!r}" if spec.variant else "client vectors"
+            raise VariantMismatchError(
+                f"variant: live collection {quoted(spec.name)} holds {embedded}, not "
+                f"{query.variant!r}: leave 'variant' out"
+            )
+        if page.filter is not None:
+            check_filter(page.filter, entry.fields, page.where)
+        override = page.override
+        if override is not None and (override.nprobe is not None or override.ef_search is not None):
+            raise SearchParamNotApplicableError(
+                f"{page.params_where}: live collection {quoted(spec.name)} is searched exactly; "
+                "nprobe and ef_search do not apply"
+            )
+        vector = await self.live_vector(context, catalog, entry, query.side, query.side_where)
+        started = time.perf_counter()
+        view = collection.view()
+        try:
+            found = await run_in_threadpool(live_page, view, spec.name, vector, page)
+        finally:
+            seconds = time.perf_counter() - started
+            context.add_search_ms(seconds * 1000.0)
+            self._metrics.search_seconds.labels(spec.variant or "", spec.name).observe(seconds)
+        return Answer(spec.name, spec.variant, spec.name, f"live@{view.seq}", found)
+
+    async def live_vector(
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        entry: LiveEntry,
+        side: QuerySide,
+        where: str,
+    ) -> np.ndarray:
+        """The unit vector of a query side against a live collection: a text or an image
+        embedded by the collection's variant (:class:`TowerMissingError` for a collection of
+        client vectors, or a variant without the tower), a client's vector of the collection's
+        dimension (:class:`DimensionMismatchError` otherwise), or a stored item of the same
+        collection (:class:`NotFoundError` for another collection or an unknown id)."""
+        spec = entry.collection.spec
+        if isinstance(side, VectorSide):
+            if len(side.values) != spec.dim:
+                raise DimensionMismatchError(
+                    f"{side.where}: {len(side.values)} numbers, but live collection "
+                    f"{quoted(spec.name)} has dimension {spec.dim}"
+                )
+            return normalised_query_vector(side.values, spec.dim, side.where)
+        if isinstance(side, ItemSide):
+            if side.collection != spec.name:
+                raise NotFoundError(
+                    f"{where}: a search of live collection {quoted(spec.name)} takes items of "
+                    f"that collection, not of {quoted(side.collection)}"
+                )
+            view = entry.collection.view()
+            row = view.row_of(side.item_id)
+            if row is None:
+                raise NotFoundError(
+                    f"unknown item {quoted(side.item_id)} in collection {quoted(spec.name)}"
+                )
+            stored: np.ndarray = view.vectors[row].copy()
+            return stored
+        tower = tower_of(side)
+        assert tower is not None
+        variant = self.live_variant(catalog, entry, tower, where)
+        if isinstance(side, TextSide):
+            rows = await self.embed_texts(context, variant, [side.text])
+        else:
+            assert isinstance(side, ImageSide)
+            rows = await self.embed_images(context, variant, [side.payload])
+        embedded: np.ndarray = rows[0]
+        return embedded
+
+    @staticmethod
+    def live_variant(catalog: Catalog, entry: LiveEntry, tower: Tower, where: str) -> ServedVariant:
+        """The served variant that embeds a live collection's ``tower`` inputs;
+        :class:`TowerMissingError` for a collection of client vectors or a variant without
+        the tower, :class:`NotFoundError` when its variant is not served."""
+        spec = entry.collection.spec
+        if spec.variant is None:
+            raise TowerMissingError(
+                f"{where}: live collection {quoted(spec.name)} holds client vectors (no variant "
+                "embeds it): send a vector or an item"
+            )
+        variant = catalog.variant_named(spec.variant)
+        if variant is None:
+            raise NotFoundError(
+                f"{where}: the variant {spec.variant!r} of live collection {quoted(spec.name)} is "
+                "not served"
+            )
+        catalog.require_tower(variant, tower, where)
+        return variant
 
     # -- score and embed --------------------------------------------------------------------------
 
@@ -401,6 +552,19 @@ class Searcher:
         """The vector of an item side (its stored vector) or a vector side (normalised;
         :class:`DimensionMismatchError` when its length is not the variant's dimension)."""
         if isinstance(side, ItemSide):
+            live = self.live_entry(side.collection)
+            if live is not None and live.collection.spec.variant == variant.name:
+                view = live.collection.view()
+                row = view.row_of(side.item_id)
+                if row is None:
+                    raise NotFoundError(
+                        f"unknown item {quoted(side.item_id)} in collection "
+                        f"{quoted(side.collection)}"
+                    )
+                if versions is not None:
+                    versions.add(f"live@{view.seq}")
+                stored: np.ndarray = view.vectors[row].copy()
+                return stored
             served = catalog.collection(variant, side.collection)
             if versions is not None:
                 versions.add(served.bundle_version)

@@ -16,6 +16,7 @@ from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
 from service.engine.catalog import Catalog, VariantEncoders
+from service.engine.live_collections import LiveCollections
 from service.http.auth import ApiKeyMiddleware, KeyRing
 from service.http.errors import install_error_handlers
 from service.http.middleware import (
@@ -26,7 +27,16 @@ from service.http.middleware import (
     RequestContextMiddleware,
 )
 from service.http.openapi import configured_document
-from service.http.routes import admin, catalog, embed, health, page, score, search
+from service.http.routes import (
+    admin,
+    catalog,
+    collections,
+    embed,
+    health,
+    page,
+    score,
+    search,
+)
 from service.lifecycle.loading import EncoderFactory, load_catalog, private_copies
 from service.lifecycle.reload_broadcast import ReloadBroadcast
 from service.lifecycle.reloading import catch_up, follow_reloads
@@ -39,6 +49,8 @@ logger = logging.getLogger("crisscross.service")
 
 API_VERSION = "1"
 # The routes that encode or search: the in-flight limit counts these.
+COLLECTIONS_PREFIX = "/v1/collections/"
+"""The write routes of live collections (their body limit is max_write_body_bytes)."""
 WORK_ROUTES = frozenset({"/v1/search", UPLOAD_ROUTE, BULK_ROUTE, "/v1/score", "/v1/embed"})
 CORS_REQUEST_HEADERS = ["authorization", "x-api-key", "content-type", "x-request-id"]
 CORS_EXPOSED_HEADERS = [
@@ -52,6 +64,8 @@ CORS_EXPOSED_HEADERS = [
 ]
 CORS_MAX_AGE_S = 600
 ROUTERS = (
+    collections.router,
+    collections.plain_router,
     search.router,
     search.upload_router,
     score.router,
@@ -147,6 +161,20 @@ def create_app(
         # Made here, closed below: a load still running at shutdown (abandoned) finds them
         # closed and stops, it never copies into a folder being removed.
         state.copies = private_copies(settings, layout)
+        live = LiveCollections(
+            settings,
+            state.metrics,
+            unavailable=(
+                f"live collections need one server process; this one is a worker of "
+                f"{layout.workers}"
+                if layout.workers > 1
+                else None
+            ),
+        )
+        opened = await anyio.to_thread.run_sync(live.open_all)
+        if opened:
+            logger.info("live collections open: %s", ", ".join(opened))
+        state.searcher.live = live
         async with anyio.create_task_group() as tasks:
             if state.broadcast is None:  # a single process
                 tasks.start_soon(_load_in_background, state)
@@ -163,6 +191,8 @@ def create_app(
                 # uvicorn has let in-flight requests finish (up to graceful_shutdown_s); work
                 # still queued in a batcher is finished too, within the same bound.
                 with anyio.CancelScope(shield=True):
+                    await live.close()
+                    state.searcher.live = None
                     if state.catalog is not None:
                         await state.catalog.close(settings.graceful_shutdown_s)
                     if state.copies is not None:
@@ -190,6 +220,7 @@ def create_app(
     )
     upload_limit = BodyLimit(settings.upload_body_limit, setting="max_upload_body_bytes")
     bulk_limit = BodyLimit(settings.max_bulk_body_bytes, setting="max_bulk_body_bytes")
+    write_limit = BodyLimit(settings.max_write_body_bytes, setting="max_write_body_bytes")
     # Inside the key check (an unknown client gets 401, not 503), outside everything that reads
     # or parses the body.
     gate = state.admission
@@ -207,6 +238,7 @@ def create_app(
         BodyGateMiddleware,
         default=json_limit,
         by_path={UPLOAD_ROUTE: upload_limit, BULK_ROUTE: bulk_limit},
+        by_prefix={COLLECTIONS_PREFIX: write_limit},
         timeout_s=settings.body_timeout_s,
         route_paths={
             route.path
@@ -217,7 +249,7 @@ def create_app(
         on_timeout=lambda: state.metrics.count_client_refusal("body_timeout"),
     )
     # Keys are checked before any body byte is read.
-    keys = KeyRing(settings.read_keys, settings.admin_keys)
+    keys = KeyRing(settings.read_keys, settings.admin_keys, settings.write_keys)
     app.add_middleware(ApiKeyMiddleware, keys=keys, metrics=state.metrics, routes=app.router.routes)
     # CORS outside the key check: preflights carry no key, and refusals need CORS headers for
     # a browser to show them.
@@ -253,7 +285,7 @@ def _document_as_configured(app: FastAPI, state: ServiceState, keys: KeyRing) ->
     def openapi() -> dict[str, Any]:
         nonlocal made_for
         catalog = state.catalog
-        dims = tuple(sorted({v.dim for v in catalog.variants})) if catalog is not None else ()
+        dims = tuple(sorted(state.searcher.vector_dims(catalog))) if catalog is not None else ()
         if app.openapi_schema is None or made_for != dims:
             app.openapi_schema = None
             app.openapi_schema = configured_document(generate(), state.settings, keys, dims)

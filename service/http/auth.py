@@ -32,7 +32,11 @@ from service.http.errors import ErrorCode, error_response
 from service.metrics import ServiceMetrics
 from service.request_context import request_id_of
 
-Role = Literal["read", "admin"]
+Role = Literal["read", "write", "manage", "admin"]
+"""What a route needs: ``read`` (searches, reads), ``write`` (a live collection's writes: a
+write or admin key), ``manage`` (creating or dropping a live collection: an admin key), each
+only where read keys are configured; ``admin`` (``/v1/admin/...``): an admin key, always."""
+_RANK: dict[str, int] = {"read": 0, "write": 1, "admin": 2}
 
 # The search page and its assets (service.http.routes.page): the page asks for a key itself.
 PAGE_ASSETS_PREFIX = "/ui/"
@@ -50,6 +54,7 @@ OPEN_PATHS = frozenset(
 )
 """Paths anyone may call: the search page, probes, Prometheus, and the API's documentation."""
 ADMIN_PREFIX = "/v1/admin/"
+COLLECTIONS_PATH = "/v1/collections"
 API_KEY_HEADER = "x-api-key"
 BEARER_SCHEME = "bearer"
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="crisscross"'}
@@ -62,20 +67,29 @@ def _digest(key: str) -> bytes:
 class KeyRing:
     """The configured keys, as digests, with the role each grants."""
 
-    def __init__(self, read_keys: Iterable[SecretStr], admin_keys: Iterable[SecretStr]) -> None:
-        self._keys: list[tuple[bytes, Role]] = [
-            (_digest(key.get_secret_value()), "read") for key in read_keys
-        ] + [(_digest(key.get_secret_value()), "admin") for key in admin_keys]
+    def __init__(
+        self,
+        read_keys: Iterable[SecretStr],
+        admin_keys: Iterable[SecretStr],
+        write_keys: Iterable[SecretStr] = (),
+    ) -> None:
+        self._keys: list[tuple[bytes, Role]] = (
+            [(_digest(key.get_secret_value()), "read") for key in read_keys]
+            + [(_digest(key.get_secret_value()), "write") for key in write_keys]
+            + [(_digest(key.get_secret_value()), "admin") for key in admin_keys]
+        )
         self.read_required = any(role == "read" for _, role in self._keys)
         self.admin_configured = any(role == "admin" for _, role in self._keys)
 
     def role_of(self, presented: str) -> Role | None:
-        """The strongest role ``presented`` grants (admin over read), or None. Compares against
-        every key, in constant time per key."""
+        """The strongest role ``presented`` grants (admin over write over read), or None.
+        Compares against every key, in constant time per key."""
         digest = _digest(presented)
         granted: Role | None = None
         for key, role in self._keys:
-            if hmac.compare_digest(digest, key) and granted != "admin":
+            if hmac.compare_digest(digest, key) and (
+                granted is None or _RANK[role] > _RANK[granted]
+            ):
                 granted = role
         return granted
 
@@ -104,13 +118,26 @@ def foreign_authorization(headers: Headers) -> bool:
     return scheme.lower() != BEARER_SCHEME or not token.strip()
 
 
-def required_role(path: str) -> Role | None:
-    """The role a path needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
-    ``read`` for every other path (unknown ones included)."""
+def required_role(path: str, method: str = "GET") -> Role | None:
+    """The role a request needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
+    ``manage`` to create or drop a live collection, ``write`` for the writes of one (every
+    POST or PATCH under ``/v1/collections/`` but ``items/get``), ``read`` for every other path
+    (unknown ones included)."""
     if path in OPEN_PATHS or path.startswith(PAGE_ASSETS_PREFIX):
         return None
     if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
         return "admin"
+    method = method.upper()
+    if (path == COLLECTIONS_PATH and method == "POST") or (
+        path.startswith(f"{COLLECTIONS_PATH}/") and method == "DELETE"
+    ):
+        return "manage"
+    if (
+        path.startswith(f"{COLLECTIONS_PATH}/")
+        and method in ("POST", "PATCH")
+        and not path.endswith("/items/get")
+    ):
+        return "write"
     return "read"
 
 
@@ -118,6 +145,14 @@ def _app_path(scope: Scope) -> str:
     path = str(scope.get("path", ""))
     root = str(scope.get("root_path", ""))
     return path[len(root) :] if root and path.startswith(root) else path
+
+
+_KEY_NAMES: dict[Role, str] = {
+    "read": "an API key",
+    "write": "a write or admin key",
+    "manage": "an admin key",
+    "admin": "an admin key",
+}
 
 
 class ApiKeyMiddleware:
@@ -148,7 +183,7 @@ class ApiKeyMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        needed = required_role(_app_path(scope))
+        needed = required_role(_app_path(scope), str(scope.get("method", "GET")))
         refusal = None if needed is None else self._refusal(scope, needed)
         # Routes are matched only for a request about to be refused, off the common path.
         if refusal is None or self._method_not_allowed(scope):
@@ -161,7 +196,7 @@ class ApiKeyMiddleware:
         self, scope: Scope, needed: Role
     ) -> tuple[ErrorCode, str, dict[str, str] | None] | None:
         """Why a request needing ``needed`` is refused (code, message, headers), or None."""
-        if needed == "read" and not self.keys.read_required:
+        if needed != "admin" and not self.keys.read_required:
             return None
         if needed == "admin" and not self.keys.admin_configured:
             return (
@@ -174,7 +209,7 @@ class ApiKeyMiddleware:
         if not presented:
             return (
                 ErrorCode.UNAUTHORIZED,
-                f"this route needs {'an admin' if needed == 'admin' else 'an API'} key: send "
+                f"this route needs {_KEY_NAMES[needed]}: send "
                 "'Authorization: Bearer <key>' or 'x-api-key: <key>'",
                 _CHALLENGE,
             )
@@ -183,14 +218,9 @@ class ApiKeyMiddleware:
             # A wrong key is refused even beside a right one: credentials that disagree say the
             # client is confused or probing, and the answer must not depend on which one wins.
             return ErrorCode.FORBIDDEN, "the API key is not valid", None
-        if "admin" in roles or (needed == "read" and "read" in roles):
+        if "admin" in roles or needed == "read" or (needed == "write" and "write" in roles):
             return None
-        message = (
-            "this route needs an admin key"
-            if needed == "admin" and "read" in roles
-            else "the API key is not valid"
-        )
-        return ErrorCode.FORBIDDEN, message, None
+        return ErrorCode.FORBIDDEN, f"this route needs {_KEY_NAMES[needed]}", None
 
     async def _refuse(
         self,
@@ -237,12 +267,12 @@ def document_security(schema: dict[str, Any], keys: KeyRing) -> dict[str, Any]:
     requirement: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
     declared = False
     for path, operations in schema.get("paths", {}).items():
-        role = required_role(path)
-        if role is None or (role == "read" and not keys.read_required):
-            continue
-        if role == "admin" and not keys.admin_configured:
-            continue
-        for operation in operations.values():
+        for method, operation in operations.items():
+            role = required_role(path, method)
+            if role is None or (role != "admin" and not keys.read_required):
+                continue
+            if role == "admin" and not keys.admin_configured:
+                continue
             operation["security"] = requirement
             declared = True
     if declared:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from starlette.types import Scope
 
 from service.engine.catalog import Catalog
@@ -96,3 +96,7 @@ def require_multipart(request: Request) -> None:
 StateDep = Annotated[ServiceState, Depends(service_state)]
 CatalogDep = Annotated[Catalog, Depends(ready_catalog)]
 ContextDep = Annotated[RequestContext, Depends(request_context)]
+CollectionName = Annotated[str, Path(description="The live collection's name.")]
+"""A route's ``{name}`` path parameter: a live collection."""
+ItemIdParam = Annotated[str, Path(description="The item's id.")]
+"""A route's ``{id}`` path parameter: an item of a live collection."""

@@ -24,8 +24,11 @@ from starlette.responses import JSONResponse, Response
 from service.exceptions import (
     AmbiguousNameError,
     BundleRejectedError,
+    CollectionExistsError,
+    CollectionLimitError,
     DimensionMismatchError,
     DomainError,
+    FieldMismatchError,
     FilterNotApplicableError,
     ImageRefusedError,
     InvalidQueryError,
@@ -37,6 +40,8 @@ from service.exceptions import (
     ShuttingDownError,
     TowerMissingError,
     VariantMismatchError,
+    WriteFailedError,
+    WritesUnavailableError,
 )
 from service.request_context import request_id_of
 
@@ -55,11 +60,16 @@ class ErrorCode(StrEnum):
     VARIANT_MISMATCH = "variant_mismatch"
     DIMENSION_MISMATCH = "dimension_mismatch"
     FILTER_NOT_APPLICABLE = "filter_not_applicable"
+    FIELD_MISMATCH = "field_mismatch"
     SEARCH_PARAM_NOT_APPLICABLE = "search_param_not_applicable"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     REQUEST_TIMEOUT = "request_timeout"
     HEADERS_TOO_LARGE = "headers_too_large"
     BUNDLE_REJECTED = "bundle_rejected"
+    COLLECTION_EXISTS = "collection_exists"
+    COLLECTION_LIMIT = "collection_limit"
+    WRITES_UNAVAILABLE = "writes_unavailable"
+    WRITE_FAILED = "write_failed"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
     INTERNAL = "internal"
@@ -77,11 +87,16 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.VARIANT_MISMATCH: 409,
     ErrorCode.DIMENSION_MISMATCH: 409,
     ErrorCode.FILTER_NOT_APPLICABLE: 409,
+    ErrorCode.FIELD_MISMATCH: 409,
     ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 409,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.HEADERS_TOO_LARGE: 431,
     ErrorCode.BUNDLE_REJECTED: 409,
+    ErrorCode.COLLECTION_EXISTS: 409,
+    ErrorCode.COLLECTION_LIMIT: 409,
+    ErrorCode.WRITES_UNAVAILABLE: 409,
+    ErrorCode.WRITE_FAILED: 503,
     ErrorCode.OVERLOADED: 503,
     ErrorCode.NOT_READY: 503,
     ErrorCode.INTERNAL: 500,
@@ -95,11 +110,16 @@ CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     VariantMismatchError: ErrorCode.VARIANT_MISMATCH,
     DimensionMismatchError: ErrorCode.DIMENSION_MISMATCH,
     FilterNotApplicableError: ErrorCode.FILTER_NOT_APPLICABLE,
+    FieldMismatchError: ErrorCode.FIELD_MISMATCH,
     SearchParamNotApplicableError: ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
     OverloadedError: ErrorCode.OVERLOADED,
     ShuttingDownError: ErrorCode.NOT_READY,
     NotReadyError: ErrorCode.NOT_READY,
     BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
+    CollectionExistsError: ErrorCode.COLLECTION_EXISTS,
+    CollectionLimitError: ErrorCode.COLLECTION_LIMIT,
+    WritesUnavailableError: ErrorCode.WRITES_UNAVAILABLE,
+    WriteFailedError: ErrorCode.WRITE_FAILED,
 }
 """The error code of each domain error (its status then comes from :data:`STATUS_OF`).
 
@@ -161,7 +181,7 @@ def code_of(error: DomainError) -> ErrorCode:
 
 def retry_after_of(error: DomainError) -> int | None:
     """The ``Retry-After`` seconds a domain error asks for (overload, shutdown), if any."""
-    if isinstance(error, OverloadedError | ShuttingDownError | NotReadyError):
+    if isinstance(error, OverloadedError | ShuttingDownError | NotReadyError | WriteFailedError):
         return error.retry_after_s
     return None
 

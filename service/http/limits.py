@@ -24,6 +24,7 @@ from service.engine.filter_grammar import check_filter_limits
 from service.engine.images import check_base64_length
 from service.http.errors import ErrorCode, ServiceError
 from service.http.schemas.bulk import BulkSearchRequest
+from service.http.schemas.collections import DeleteRequest, GetRequest, UpsertRequest
 from service.http.schemas.embed import EmbedImages, EmbedTexts
 from service.http.schemas.queries import ImageQuery, QueryInput, TextQuery, VectorQuery
 from service.http.schemas.score import ScoreRequest
@@ -142,7 +143,44 @@ def _check_embed_images(request: EmbedImages, settings: Settings) -> None:
         check_base64_length(f"images.{index}", image, settings)
 
 
+def _check_ids(where: str, ids: list[str], settings: Settings) -> None:
+    _check_count(where, len(ids), "ids", "max_write_items", settings.max_write_items)
+    for index, item_id in enumerate(ids):
+        if len(item_id) > settings.max_id_chars:
+            raise _refuse(
+                f"{where}.{index}: {len(item_id)} characters, more than "
+                f"max_id_chars={settings.max_id_chars}"
+            )
+
+
+def _check_upsert(request: UpsertRequest, settings: Settings) -> None:
+    items = request.items
+    _check_ids("items", [item.id for item in items], settings)
+    _check_images("items", sum(item.image is not None for item in items), settings)
+    for index, item in enumerate(items):
+        if item.text is not None and (
+            error := text_too_long(f"items.{index}.text", item.text, settings.max_text_chars)
+        ):
+            raise error
+        if item.image is not None:
+            check_base64_length(f"items.{index}.image", item.image, settings)
+
+
+def _check_delete(request: DeleteRequest, settings: Settings) -> None:
+    if request.ids is not None:
+        _check_ids("ids", request.ids, settings)
+    if request.filter is not None:
+        check_filter_limits("filter", request.filter, settings)
+
+
+def _check_get(request: GetRequest, settings: Settings) -> None:
+    _check_ids("ids", request.ids, settings)
+
+
 _CHECKS: dict[type[BaseModel], Callable[[Any, Settings], None]] = {
+    UpsertRequest: _check_upsert,
+    DeleteRequest: _check_delete,
+    GetRequest: _check_get,
     SearchRequest: _check_search,
     SearchUploadForm: _check_options,
     BulkSearchRequest: _check_bulk,

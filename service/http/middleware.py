@@ -283,7 +283,8 @@ class BodyGateMiddleware:
 
     ``default`` applies to every path except those in ``by_path`` (exact route paths, without
     a proxy's ``root_path``; e.g. the multipart upload route, whose limit follows
-    ``max_image_bytes`` rather than the JSON limit). Bytes are counted as they arrive —
+    ``max_image_bytes`` rather than the JSON limit), and ``by_prefix`` to the paths under each
+    prefix (the write routes of live collections). Bytes are counted as they arrive —
     chunked uploads declare no length and a declared length can lie — and a ``Content-Length``
     over the limit is refused before any body byte is taken. A request refused here (or whose
     client left) whose path is one of ``route_paths`` (routes without path parameters) is
@@ -296,6 +297,7 @@ class BodyGateMiddleware:
         *,
         default: BodyLimit,
         by_path: Mapping[str, BodyLimit] | None = None,
+        by_prefix: Mapping[str, BodyLimit] | None = None,
         timeout_s: float = math.inf,
         route_paths: Iterable[str] = (),
         on_timeout: Callable[[], None] = lambda: None,
@@ -303,6 +305,7 @@ class BodyGateMiddleware:
         self.app = app
         self.default = default
         self.by_path = dict(by_path or {})
+        self.by_prefix = dict(by_prefix or {})
         self.timeout_s = timeout_s
         self.route_paths = frozenset(route_paths)
         self.on_timeout = on_timeout
@@ -318,7 +321,10 @@ class BodyGateMiddleware:
         path = _app_path(scope)
         if path in self.route_paths:  # a refusal or a disconnect below is counted under it
             scope[ROUTE_KEY] = path
-        limit = self.by_path.get(path, self.default)
+        limit = self.by_path.get(path) or next(
+            (limit for prefix, limit in self.by_prefix.items() if path.startswith(prefix)),
+            self.default,
+        )
         declared = headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit.max_bytes:
             await self._refuse(scope, receive, send, ErrorCode.PAYLOAD_TOO_LARGE, limit.message())

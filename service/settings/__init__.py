@@ -32,6 +32,7 @@ from service.settings.names import (
 )
 from service.settings.processes import ProcessSettings
 from service.settings.serving import ServingSettings
+from service.settings.writes import WriteSettings
 
 __all__ = [
     "BULK_ROUTE",
@@ -58,11 +59,13 @@ SETTING_GROUPS = (
     ("Load", LoadSettings),
     ("Clients", ClientLimitSettings),
     ("Access", AccessSettings),
+    ("Live collections", WriteSettings),
 )
 """The groups in the order the settings document lists them."""
 
 
 class Settings(
+    WriteSettings,
     AccessSettings,
     ClientLimitSettings,
     LoadSettings,
@@ -121,6 +124,12 @@ class Settings(
             raise ValueError(
                 "admin_reload is on but admin_keys is empty: set CRISSCROSS_ADMIN_KEYS (nobody "
                 "could call the route) or turn admin_reload off"
+            )
+        if self.collections_dir is not None and self.workers > 1:
+            raise ValueError(
+                f"collections_dir is set and workers={self.workers}: a live collection's log has "
+                "one owner, so live collections need one server process; set workers to 1 (or "
+                "0), or leave collections_dir unset"
             )
         if self.cors_allow_credentials and "*" in self.cors_origins:
             raise ValueError(

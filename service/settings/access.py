@@ -34,6 +34,15 @@ class AccessSettings(BaseModel):
             "403 to everyone."
         ),
     )
+    write_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description=(
+            "API keys that may also write live collections (upsert, delete, patch; they pass "
+            "on the read routes too). With read_keys set, a write needs a write or admin key "
+            "(a read key gets 403 forbidden) and creating or dropping a collection an admin "
+            "key; with no read_keys, the write routes are as open as the read routes."
+        ),
+    )
     admin_reload: bool = Field(
         default=False,
         description=(
@@ -64,7 +73,7 @@ class AccessSettings(BaseModel):
         ),
     )
 
-    @field_validator("read_keys", "admin_keys", "cors_origins", mode="before")
+    @field_validator("read_keys", "admin_keys", "write_keys", "cors_origins", mode="before")
     @classmethod
     def _split_lists(cls, value: object) -> object:
         """Accept ``a,b`` (environment style) as well as a list; blanks are dropped."""
@@ -72,7 +81,7 @@ class AccessSettings(BaseModel):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("read_keys", "admin_keys")
+    @field_validator("read_keys", "admin_keys", "write_keys")
     @classmethod
     def _keys_are_strong(cls, value: list[SecretStr]) -> list[SecretStr]:
         # The messages never quote a key: position only.

@@ -174,7 +174,11 @@ class ServingSettings(BaseModel):
         has no ``CURRENT`` pointer, or when nothing is left to serve.
         """
         root = self.bundles_root
+        # A server of live collections alone needs no bundle.
+        live_only = getattr(self, "collections_dir", None) is not None and self.bundles is None
         if not root.is_dir():
+            if live_only:
+                return []
             raise SettingsError(
                 f"bundles_root {str(root)!r} is not a folder (set CRISSCROSS_BUNDLES_ROOT or "
                 "--bundles-root; build bundles with `python -m index_builder build`)"
@@ -187,7 +191,7 @@ class ServingSettings(BaseModel):
                 and not child.name.startswith(".")
                 and (child / CURRENT_FILE).is_file()
             )
-            if not found:
+            if not found and not live_only:
                 raise SettingsError(f"no bundle with a {CURRENT_FILE} pointer under {str(root)!r}")
             return found
         missing = [name for name in self.bundles if not (root / name / CURRENT_FILE).is_file()]

@@ -149,7 +149,8 @@ def test_collections(client: TestClient) -> None:
                 "tuning": None,
                 "on_disk": False,
             }
-        ]
+        ],
+        "live": [],
     }
 
 

@@ -25,6 +25,7 @@ from service.http.app import create_app
 from service.http.errors import STATUS_OF, ErrorCode
 from service.lifecycle.state import STATE_ATTRIBUTE
 from service.settings import Settings
+from tests.api.test_collections_api import WRITE_CODES
 from tests.api.test_conflicts_api import CONFLICTS
 from tests.api.test_errors_api import BAD_REQUESTS
 from tests.fakes.fake_bundles import write_fake_bundle
@@ -259,6 +260,7 @@ def test_every_error_code_is_exercised() -> None:
         {case.code for case in BAD_REQUESTS.values()}
         | {fault.code for fault in FAULTS.values()}
         | {conflict.code for conflict in CONFLICTS.values()}
+        | WRITE_CODES
     )
     assert exercised == set(ErrorCode)
     assert set(STATUS_OF) == set(ErrorCode)

@@ -110,10 +110,14 @@ def demo_roots(
 def _serve(
     roots: tuple[Path, Path, Path], name: str, env: dict[str, str] | None = None
 ) -> Iterator[LiveService]:
-    """The demo's service as `make serve` starts it (its default variant), with ``env`` added,
-    logging to ``<name>.log``; stopped after."""
+    """The demo's service as `make serve` starts it (its default variant, live collections in
+    a folder of its own), with ``env`` added, logging to ``<name>.log``; stopped after."""
     variants_root, bundles_root, root = roots
-    settings = {"CRISSCROSS_DEFAULT_VARIANT": DEFAULT_VARIANT, **(env or {})}
+    settings = {
+        "CRISSCROSS_DEFAULT_VARIANT": DEFAULT_VARIANT,
+        "CRISSCROSS_COLLECTIONS_DIR": str(root / f"{name}-collections"),
+        **(env or {}),
+    }
     service = start_service(variants_root, bundles_root, root / f"{name}.log", settings)
     yield service
     assert stop_service(service) == 0, service.log()

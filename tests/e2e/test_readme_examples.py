@@ -6,7 +6,8 @@ before curl requests to the running service. This test lays out what `make demo`
 behind, in miniature — ``artifacts/variants/{minilm-l6-v2,scenes-dual-encoder}``, the
 ``coco-captions`` bundle (the real exported MiniLM, the first 2,000 real captions), a generated
 scenes test split and its dual-encoder ``scenes`` bundle — runs the setup blocks there with
-bash, starts the service as `make serve` does (MiniLM the default variant), and runs every
+bash, starts the service as `make serve` does (MiniLM the default variant, live collections
+under ``artifacts/collections``), and runs every
 request block, only the port changed. Each curl must print an answer that is not an error.
 """
 
@@ -116,7 +117,10 @@ def test_the_readme_examples_run_verbatim_after_make_demo(demo_tree: Path) -> No
         artifacts / "variants",
         artifacts / "bundles",
         demo_tree / "service.log",
-        {"CRISSCROSS_DEFAULT_VARIANT": "minilm-l6-v2"},
+        {
+            "CRISSCROSS_DEFAULT_VARIANT": "minilm-l6-v2",
+            "CRISSCROSS_COLLECTIONS_DIR": str(artifacts / "collections"),
+        },
     )
     try:
         port = service.url.rsplit(":", 1)[1]

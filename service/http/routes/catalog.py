@@ -23,6 +23,7 @@ from service.http.schemas.catalog import (
     VariantInfo,
     VariantsResponse,
 )
+from service.http.schemas.collections import LiveCollectionInfo
 from service.http.schemas.search import AppliedSearchParams
 
 router = APIRouter(tags=["catalog"])
@@ -38,9 +39,20 @@ async def item(
     collection: str,
     id: str,
     catalog: CatalogDep,
+    state: StateDep,
     variant: Annotated[str | None, Query(description="Variant; default if omitted.")] = None,
 ) -> ItemResponse:
-    """The item's row in its bundle and its metadata. Ids may contain ``:`` and ``/``."""
+    """The item's row in its bundle (or live collection) and its metadata. Ids may contain
+    ``:`` and ``/``."""
+    live = state.searcher.live_entry(collection)
+    if live is not None:
+        view = live.collection.view()
+        found = view.row_of(id)
+        if found is None:
+            raise NotFoundError(f"unknown item {quoted(id)} in collection {quoted(collection)}")
+        return ItemResponse(
+            collection=collection, id=id, row=found, metadata=dict(view.metadata(found))
+        )
     _, served = Searcher.target(catalog, variant, collection, ItemSide(collection, id), "id")
     row = catalog.row_of(served, id)
     return ItemResponse(
@@ -144,10 +156,12 @@ async def variants(state: StateDep, catalog: CatalogDep) -> VariantsResponse:
     responses=error_responses(*AUTH_ERRORS, 503),
     summary="Served collections",
 )
-async def collections(catalog: CatalogDep) -> CollectionsResponse:
+async def collections(catalog: CatalogDep, state: StateDep) -> CollectionsResponse:
     """Every served collection with its size, bundle version, index type and the device faiss
     searches it on; for an approximate index its kind, the search parameters in force and what
-    the build measured of its recall (``tuning``)."""
+    the build measured of its recall (``tuning``); and the live collections, with their counts
+    as of now (``live``)."""
+    live = state.searcher.live
     return CollectionsResponse(
         collections=[
             CollectionInfo(
@@ -175,5 +189,6 @@ async def collections(catalog: CatalogDep) -> CollectionsResponse:
                 on_disk=on_disk(served.collection),
             )
             for served in catalog.collections
-        ]
+        ],
+        live=[] if live is None else [LiveCollectionInfo.of(entry) for entry in live.entries],
     )

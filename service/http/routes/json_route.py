@@ -37,7 +37,9 @@ from starlette.responses import Response
 
 from service.http.dependencies import (
     CatalogDep,
+    CollectionName,
     ContextDep,
+    ItemIdParam,
     StateDep,
     ready_catalog_of,
     refuse_unless_json,
@@ -54,6 +56,8 @@ _RESOLVERS: dict[object, Resolver] = {
     StateDep: lambda _request, state: state,
     CatalogDep: lambda _request, state: ready_catalog_of(state),
     ContextDep: lambda request, _state: request_context_of(request.scope),
+    CollectionName: lambda request, _state: str(request.path_params["name"]),
+    ItemIdParam: lambda request, _state: str(request.path_params["id"]),
 }
 # FastAPI's error for a missing body, kept word for word.
 _MISSING_BODY = [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]

@@ -49,7 +49,7 @@ _UPLOAD_FIELD_MAX_BYTES = 64 * 1024
 
 def _page_result(answer: Answer, include_metadata: bool) -> dict[str, Any]:
     # Plain dicts, serialised without a validation pass: a third cheaper than a model per hit.
-    variant, served, page = answer.variant, answer.served, answer.page
+    page = answer.page
     return {
         "results": [
             {
@@ -60,10 +60,10 @@ def _page_result(answer: Answer, include_metadata: bool) -> dict[str, Any]:
             }
             for hit in page.hits
         ],
-        "collection": served.name,
-        "variant": variant.name,
-        "bundle": served.bundle,
-        "bundle_version": served.bundle_version,
+        "collection": answer.collection,
+        "variant": answer.variant,
+        "bundle": answer.bundle,
+        "bundle_version": answer.bundle_version,
         "next_offset": page.next_offset,
         "search_params": page.params.as_dict(),
     }
@@ -109,7 +109,7 @@ async def search(
     ``max_image_bytes`` is 413, an image query on a variant without an image tower 409
     ``tower_missing``. Images larger than the JSON body limit allows go to
     ``POST /v1/search/upload``."""
-    check_vector_lengths(body, (variant.dim for variant in catalog.variants))
+    check_vector_lengths(body, state.searcher.vector_dims(catalog))
     answer = await state.searcher.search(context, catalog, body.to_query())
     return _response(context, answer, body.include_metadata)
 
@@ -135,7 +135,7 @@ async def search_bulk(
     overloaded encoder refuses the whole request (503). Texts are encoded together and
     searches of one collection run as one faiss call, so a bulk request costs far less than as
     many single ones."""
-    check_vector_lengths(body, (variant.dim for variant in catalog.variants))
+    check_vector_lengths(body, state.searcher.vector_dims(catalog))
     answers = await state.searcher.search_many(context, catalog, body.queries())
     items: list[dict[str, Any]] = []
     for search, answer in zip(body.searches, answers, strict=True):
@@ -245,9 +245,13 @@ async def search_upload(
         upload, options = _upload_form(form)
         check_limits(options, settings)
         # Refused before the file is read: a collection or variant that cannot take an image.
-        state.searcher.target(
-            catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
-        )
+        live = state.searcher.live_entry(options.collection)
+        if live is None:
+            state.searcher.target(
+                catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
+            )
+        else:
+            state.searcher.live_variant(catalog, live, "image", UPLOAD_FILE_FIELD)
         try:
             refuse_oversized_file(UPLOAD_FILE_FIELD, upload.size or 0, settings)
         except ImageRefusedError as error:

@@ -9,6 +9,7 @@ from pydantic import (
     Field,
 )
 
+from service.http.schemas.collections import LiveCollectionInfo
 from service.http.schemas.search import AppliedSearchParams
 
 
@@ -173,3 +174,7 @@ class CollectionsResponse(BaseModel):
     """Every served collection."""
 
     collections: list[CollectionInfo]
+    live: list[LiveCollectionInfo] = Field(
+        default_factory=list,
+        description="The live collections (written over HTTP), with their counts now.",
+    )

@@ -242,9 +242,15 @@ class SearchResponse(BaseModel):
 
     results: list[SearchResult]
     collection: str
-    variant: str
-    bundle: str
-    bundle_version: str
+    variant: str | None = Field(
+        description="The variant that embeds the collection; null for a live collection of "
+        "client vectors."
+    )
+    bundle: str = Field(description="The bundle served; a live collection's own name.")
+    bundle_version: str = Field(
+        description="The bundle version served; live@<seq> for a live collection: the last "
+        "write the search saw."
+    )
     next_offset: int | None = Field(
         default=None,
         description="The offset of the next page; null when this page reaches the last result.",
@@ -262,9 +268,15 @@ class SearchPageResult(BaseModel):
 
     results: list[SearchResult]
     collection: str
-    variant: str
-    bundle: str
-    bundle_version: str
+    variant: str | None = Field(
+        description="The variant that embeds the collection; null for a live collection of "
+        "client vectors."
+    )
+    bundle: str = Field(description="The bundle served; a live collection's own name.")
+    bundle_version: str = Field(
+        description="The bundle version served; live@<seq> for a live collection: the last "
+        "write the search saw."
+    )
     next_offset: int | None
     search_params: AppliedSearchParams = Field(
         default_factory=lambda: AppliedSearchParams(),

@@ -245,3 +245,17 @@ def test_the_map_must_fit_the_settings(split: tuple[Path, Path, ShardMap]) -> No
     settings = RouterSettings(missing_shards="partial", min_shards_answered=4)
     with pytest.raises(ValueError, match="more than the 3 shards"):
         settings.check_shard_count(len(split[2].shards))
+
+
+def test_writes_are_refused_naming_the_mode(split: tuple[Path, Path, ShardMap]) -> None:
+    client = make_client(split)
+    for method, path in [
+        ("POST", "/v1/collections"),
+        ("POST", "/v1/collections/c/items"),
+        ("POST", "/v1/collections/c/items/delete"),
+        ("PATCH", "/v1/collections/c/items/x"),
+        ("DELETE", "/v1/collections/c"),
+    ]:
+        error = error_of(client.request(method, path, json={"items": []}), 409)
+        assert error["code"] == "writes_unavailable"
+        assert "Ray" in error["message"]

@@ -69,6 +69,11 @@ def test_every_domain_error_has_a_code() -> None:
         "DimensionMismatchError": 409,
         "FilterNotApplicableError": 409,
         "SearchParamNotApplicableError": 409,
+        "FieldMismatchError": 409,
+        "CollectionExistsError": 409,
+        "CollectionLimitError": 409,
+        "WritesUnavailableError": 409,
+        "WriteFailedError": 503,
     }
 
 
@@ -85,6 +90,10 @@ def test_422_is_for_input_that_is_wrong_and_409_for_a_conflict_with_what_is_serv
         ErrorCode.DIMENSION_MISMATCH,
         ErrorCode.FILTER_NOT_APPLICABLE,
         ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+        ErrorCode.FIELD_MISMATCH,
+        ErrorCode.COLLECTION_EXISTS,
+        ErrorCode.COLLECTION_LIMIT,
+        ErrorCode.WRITES_UNAVAILABLE,
     }
     invalid = {code for code, status in STATUS_OF.items() if status == 422}
     assert invalid == {ErrorCode.INVALID_INPUT}

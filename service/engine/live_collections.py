@@ -1,0 +1,172 @@
+"""The live collections one service serves: opened (their logs replayed) at start-up, created
+and dropped over HTTP, each with its writer (:class:`service.engine.write_path.CollectionWriter`).
+
+A live collection's name is its only name (no ``<bundle>:`` qualifier); it may not be the name of
+a collection the catalog serves from a bundle, so a search names one or the other, never both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from service.engine.live_search import LiveFields
+from service.engine.write_path import CollectionWriter
+from service.exceptions import (
+    CollectionExistsError,
+    CollectionLimitError,
+    NotFoundError,
+    WritesUnavailableError,
+    quoted,
+)
+from service.metrics import ServiceMetrics
+from service.settings import Settings
+from storage.live import collection as collection_files
+from storage.live.collection import CollectionSpec, LiveCollection
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LiveEntry:
+    """One open live collection: its writer (which holds the collection) and its fields."""
+
+    writer: CollectionWriter
+    fields: LiveFields
+
+    @property
+    def collection(self) -> LiveCollection:
+        """The open collection."""
+        return self.writer.collection
+
+
+class LiveCollections:
+    """The open live collections under ``settings.collections_dir`` (none when it is unset or
+    ``unavailable`` says why this process cannot own logs)."""
+
+    def __init__(
+        self, settings: Settings, metrics: ServiceMetrics, unavailable: str | None = None
+    ) -> None:
+        self._settings = settings
+        self._metrics = metrics
+        self._root = settings.collections_dir
+        if self._root is None and unavailable is None:
+            unavailable = (
+                "this server keeps no live collections: start it with collections_dir "
+                "(CRISSCROSS_COLLECTIONS_DIR) to create and write collections"
+            )
+        self._unavailable = unavailable
+        self._entries: dict[str, LiveEntry] = {}
+        self._lock = asyncio.Lock()
+
+    @property
+    def root(self) -> Path | None:
+        """The folder of the collections (None: none are kept)."""
+        return None if self._unavailable is not None else self._root
+
+    def open_all(self) -> list[str]:
+        """Open every collection under the folder (blocking: replays each log); returns their
+        names. A collection that cannot be opened is logged and left unserved."""
+        root = self.root
+        if root is None:
+            return []
+        for name in collection_files.collection_names(root):
+            try:
+                self._add(LiveCollection.open(root / name))
+            except (OSError, ValueError, RuntimeError) as exc:
+                logger.error("live collection %s cannot be opened, not served: %s", name, exc)
+        return sorted(self._entries)
+
+    def _add(self, collection: LiveCollection) -> LiveEntry:
+        settings = self._settings
+        writer = CollectionWriter(
+            collection,
+            self._metrics,
+            max_pending=settings.max_pending_writes,
+            retry_after_s=settings.write_retry_after_s,
+        )
+        entry = LiveEntry(writer, LiveFields.of(collection.name, collection.spec.fields))
+        self._entries[collection.name] = entry
+        recovery = collection.recovery
+        if recovery.truncated_bytes:
+            logger.warning(
+                "live collection %s: cut %d bytes off its log (%s)",
+                collection.name,
+                recovery.truncated_bytes,
+                recovery.reason,
+            )
+        view = collection.view()
+        self._metrics.record_collection(
+            collection.name, view.count, collection.rows, collection.log_bytes
+        )
+        return entry
+
+    def get(self, name: str) -> LiveEntry | None:
+        """The live collection ``name``, or None."""
+        return self._entries.get(name)
+
+    def require(self, name: str) -> LiveEntry:
+        """The live collection ``name``; :class:`WritesUnavailableError` on a server without
+        live collections, :class:`NotFoundError` for an unknown name."""
+        self.require_writable()
+        entry = self._entries.get(name)
+        if entry is None:
+            known = ", ".join(sorted(self._entries)) or "none"
+            raise NotFoundError(f"unknown live collection {quoted(name)}; live: {known}")
+        return entry
+
+    def require_writable(self) -> None:
+        """Raise :class:`WritesUnavailableError` when this server keeps no live collections."""
+        if self._unavailable is not None:
+            raise WritesUnavailableError(self._unavailable)
+
+    @property
+    def entries(self) -> list[LiveEntry]:
+        """The open collections, by name."""
+        return [self._entries[name] for name in sorted(self._entries)]
+
+    async def create(self, spec: CollectionSpec, taken: set[str]) -> LiveEntry:
+        """Create and open collection ``spec``; ``taken`` are the names the catalog serves.
+        Raises :class:`CollectionExistsError`, :class:`CollectionLimitError`,
+        :class:`WritesUnavailableError`."""
+        self.require_writable()
+        root = self.root
+        assert root is not None
+        async with self._lock:
+            if spec.name in self._entries or spec.name in taken:
+                raise CollectionExistsError(f"a collection named {quoted(spec.name)} exists")
+            if len(self._entries) >= self._settings.max_collections:
+                raise CollectionLimitError(
+                    f"{len(self._entries)} live collections exist "
+                    f"(max_collections={self._settings.max_collections}); drop one first"
+                )
+
+            def make() -> LiveCollection:
+                try:
+                    folder = collection_files.create_collection(root, spec)
+                except collection_files.CollectionExistsError as exc:
+                    raise CollectionExistsError(str(exc)) from None
+                return LiveCollection.open(folder)
+
+            return self._add(await asyncio.to_thread(make))
+
+    async def drop(self, name: str) -> None:
+        """Finish the collection's pending writes, close it and delete its folder."""
+        entry = self.require(name)
+        root = self.root
+        assert root is not None
+        async with self._lock:
+            if self._entries.get(name) is not entry:
+                raise NotFoundError(f"unknown live collection {quoted(name)}")
+            del self._entries[name]
+            await entry.writer.close()
+            await asyncio.to_thread(collection_files.drop_collection, root, name)
+            self._metrics.forget_collection(name)
+
+    async def close(self) -> None:
+        """Finish every pending write and close every log."""
+        for entry in list(self._entries.values()):
+            await entry.writer.close()
+        self._entries.clear()

@@ -1,0 +1,153 @@
+"""The write path of one live collection: group commit, apply, then answer.
+
+A write request arrives validated and embedded; what is left is to order it, make it durable
+and make it visible. :meth:`CollectionWriter.write` hands over a *plan*: a function that, given
+the collection as it stands after every earlier write (staged ones included), returns the
+operation to log — a delete by filter resolves its ids there, a metadata patch reads the stored
+item there, so neither can touch a write that comes after it. One thread (the writer's) takes
+every plan waiting, stages each (sequence number, segment), appends them all to the log with one
+fsync, and only then lets readers see them (:meth:`storage.live.collection.LiveCollection.commit`)
+and answers every request of the group: a 200 means fsynced and visible. Requests that arrive
+while an fsync runs form the next group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from service.exceptions import DomainError, OverloadedError, WriteFailedError
+from service.metrics import ServiceMetrics
+from storage.live.collection import LiveCollection
+from storage.live.log import LogError
+from storage.live.operations import Operation
+from storage.live.segment import SegmentView
+
+Plan = Callable[[SegmentView], Operation]
+"""Makes a write's operation from the collection as it stands before it (may raise a
+:class:`~service.exceptions.DomainError`: the request is refused, nothing is logged)."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """A committed write: its sequence number and how many items it wrote or deleted."""
+
+    seq: int
+    done: int
+
+
+@dataclass
+class _Pending:
+    plan: Plan
+    future: asyncio.Future[WriteResult]
+    queued: float = field(default_factory=time.perf_counter)
+
+
+class CollectionWriter:
+    """Orders, logs and applies the writes of one collection (see the module docstring)."""
+
+    def __init__(
+        self,
+        collection: LiveCollection,
+        metrics: ServiceMetrics,
+        *,
+        max_pending: int,
+        retry_after_s: int,
+    ) -> None:
+        self.collection = collection
+        self._metrics = metrics
+        self._max_pending = max_pending
+        self._retry_after_s = retry_after_s
+        self._pending: list[_Pending] = []
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{collection.name}")
+        self._flushing: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def write(self, plan: Plan) -> WriteResult:
+        """Order, log (fsynced) and apply the operation ``plan`` makes; returns once readers see
+        it. Raises the plan's :class:`DomainError`, :class:`OverloadedError` when
+        ``max_pending_writes`` requests wait already, :class:`WriteFailedError` when the log
+        fails."""
+        if self._closed:
+            raise WriteFailedError(
+                f"collection {self.collection.name!r} is closing", self._retry_after_s
+            )
+        if len(self._pending) >= self._max_pending:
+            raise OverloadedError(
+                f"{len(self._pending)} writes wait for the log of collection "
+                f"{self.collection.name!r} (max_pending_writes={self._max_pending}); retry later",
+                self._retry_after_s,
+            )
+        future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Pending(plan, future))
+        if self._flushing is None or self._flushing.done():
+            self._flushing = asyncio.create_task(self._flush())
+        return await asyncio.shield(future)
+
+    async def _flush(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._pending:
+            group, self._pending = self._pending, []
+            outcomes = await loop.run_in_executor(self._thread, self._commit, group)
+            now = time.perf_counter()
+            for pending, outcome in zip(group, outcomes, strict=True):
+                if pending.future.done():
+                    continue
+                if isinstance(outcome, BaseException):
+                    pending.future.set_exception(outcome)
+                else:
+                    pending.future.set_result(outcome)
+                    self._metrics.write_seconds.observe(now - pending.queued)
+
+    def _commit(self, group: list[_Pending]) -> list[WriteResult | BaseException]:
+        """Blocking (the writer's thread): stage every plan in order, then one log append."""
+        collection = self.collection
+        outcomes: list[WriteResult | BaseException] = []
+        staged: list[int] = []
+        for pending in group:
+            try:
+                operation = pending.plan(collection.staged_view())
+                seq, done = collection.stage(operation)
+            except DomainError as error:
+                outcomes.append(error)
+                continue
+            except LogError as error:
+                outcomes.append(self._failed(error))
+                continue
+            outcomes.append(WriteResult(seq, done))
+            staged.append(len(outcomes) - 1)
+        if staged:
+            started = time.perf_counter()
+            try:
+                collection.commit()
+            except LogError as error:
+                failure = self._failed(error)
+                for position in staged:
+                    outcomes[position] = failure
+            else:
+                self._metrics.log_fsync_seconds.observe(time.perf_counter() - started)
+                self._metrics.write_group_size.observe(len(staged))
+        self._metrics.record_collection(
+            collection.name, collection.view().count, collection.rows, collection.log_bytes
+        )
+        return outcomes
+
+    def _failed(self, error: LogError) -> WriteFailedError:
+        return WriteFailedError(
+            f"collection {self.collection.name!r} cannot write its log ({error}); nothing of "
+            "this request was acknowledged, and the collection takes no more writes until the "
+            "service restarts",
+            self._retry_after_s,
+        )
+
+    async def close(self) -> None:
+        """Finish the writes already handed over, then stop the writer's thread and close the
+        collection's log."""
+        self._closed = True
+        if self._flushing is not None:
+            await asyncio.shield(self._flushing)
+        await asyncio.get_running_loop().run_in_executor(self._thread, self.collection.close)
+        self._thread.shutdown(wait=False)

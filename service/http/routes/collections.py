@@ -1,0 +1,265 @@
+"""Live collections: ``POST /v1/collections`` (create), ``GET`` and ``DELETE
+/v1/collections/{name}``, and the writes and reads of their items — upsert, delete by ids or
+by filter, get, metadata patch. A write answered 200 is fsynced to the collection's log and
+seen by every search after it (:mod:`service.engine.write_path`)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Response
+
+from service.engine.item_writes import (
+    NewItem,
+    delete_filter_plan,
+    delete_ids_plan,
+    patch_plan,
+    upsert_of,
+)
+from service.engine.live_collections import LiveCollections, LiveEntry
+from service.exceptions import InvalidQueryError, OverloadedError
+from service.http.dependencies import (
+    CatalogDep,
+    CollectionName,
+    ContextDep,
+    ItemIdParam,
+    StateDep,
+    require_json,
+)
+from service.http.routes import AUTH_ERRORS, error_responses
+from service.http.routes.json_route import JsonRoute
+from service.http.schemas.collections import (
+    CreateCollectionRequest,
+    DeleteRequest,
+    DeleteResponse,
+    DropResponse,
+    GetRequest,
+    GetResponse,
+    LiveCollectionInfo,
+    PatchRequest,
+    PatchResponse,
+    StoredItem,
+    UpsertRequest,
+    UpsertResponse,
+)
+from service.lifecycle.state import ServiceState
+from storage.live.collection import CollectionSpec, now_text
+
+router = APIRouter(tags=["collections"], route_class=JsonRoute)
+plain_router = APIRouter(tags=["collections"])
+
+_WRITE_DESCRIPTIONS = {
+    409: "The request does not fit the collection or the server: an item's metadata names a "
+    "field the collection lacks or a value of another type (field_mismatch), a vector of "
+    "another dimension (dimension_mismatch), a text or image for a collection of client "
+    "vectors (tower_missing), a filter that does not fit (filter_not_applicable), a name "
+    "taken (collection_exists), too many collections (collection_limit), or a server without "
+    "live collections (writes_unavailable).",
+    503: "Not ready, or a high-water mark reached (overloaded: writes waiting for the log, "
+    "segment rows, log bytes), or the log failed (write_failed); with Retry-After. Nothing "
+    "of the request was logged.",
+}
+WRITE_ERRORS = error_responses(
+    *AUTH_ERRORS, 404, 409, 413, 415, 422, 503, descriptions=_WRITE_DESCRIPTIONS
+)
+
+
+def _live(state: ServiceState) -> LiveCollections:
+    live = state.searcher.live
+    if live is None:
+        raise state.not_ready_error()
+    return live
+
+
+def _check_room(state: ServiceState, entry: LiveEntry, rows: int) -> None:
+    """503 overloaded before anything is embedded when the write would pass a high-water mark."""
+    settings, collection = state.settings, entry.collection
+    reason = None
+    if collection.rows + rows > settings.max_live_rows:
+        reason = (
+            f"its segment holds {collection.rows} rows and this write adds {rows} "
+            f"(max_live_rows={settings.max_live_rows})"
+        )
+    elif collection.log_bytes >= settings.max_log_bytes:
+        reason = (
+            f"its log holds {collection.log_bytes} bytes (max_log_bytes={settings.max_log_bytes})"
+        )
+    if reason is not None:
+        raise OverloadedError(
+            f"collection {collection.name!r} takes no more writes now: {reason}",
+            settings.write_retry_after_s,
+        )
+
+
+@router.post(
+    "/v1/collections",
+    response_model=LiveCollectionInfo,
+    status_code=201,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Create a live collection",
+)
+async def create_collection(
+    body: CreateCollectionRequest, state: StateDep, catalog: CatalogDep
+) -> Response:
+    """A new, empty collection that takes writes: embedded by a served ``variant`` (texts and
+    images are embedded on upsert), or of client vectors of dimension ``dim``. Needs an admin
+    key when keys are configured. A name a bundle collection or a live one has is 409
+    collection_exists."""
+    live = _live(state)
+    dim = body.dim
+    fingerprint = None
+    if body.variant is not None:
+        variant = catalog.resolve_variant(body.variant)
+        dim, fingerprint = variant.dim, variant.fingerprint
+    assert dim is not None
+    if len(body.fields) > state.settings.max_collection_fields:
+        raise InvalidQueryError(
+            f"fields: {len(body.fields)} fields, more than "
+            f"max_collection_fields={state.settings.max_collection_fields}"
+        )
+    spec = CollectionSpec(
+        name=body.name,
+        dim=dim,
+        fields=dict(body.fields),
+        variant=body.variant,
+        variant_fingerprint=fingerprint,
+        created=now_text(),
+    )
+    taken = {c.name for c in catalog.collections} | {c.qualified_name for c in catalog.collections}
+    entry = await live.create(spec, taken)
+    return Response(
+        LiveCollectionInfo.of(entry).model_dump_json(),
+        status_code=201,
+        media_type="application/json",
+    )
+
+
+@plain_router.get(
+    "/v1/collections/{name}",
+    response_model=LiveCollectionInfo,
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 503),
+    summary="A live collection: its size and where its log stands",
+)
+async def collection_info(name: CollectionName, state: StateDep) -> LiveCollectionInfo:
+    """The collection's dimension, variant, fields, item ``count`` and last sequence number."""
+    return LiveCollectionInfo.of(_live(state).require(name))
+
+
+@plain_router.delete(
+    "/v1/collections/{name}",
+    response_model=DropResponse,
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 503),
+    summary="Drop a live collection",
+)
+async def drop_collection(name: CollectionName, state: StateDep) -> DropResponse:
+    """Finish its pending writes, then delete it with its log (needs an admin key when keys are
+    configured). Searches already running finish on what they hold."""
+    await _live(state).drop(name)
+    return DropResponse(dropped=name)
+
+
+@router.post(
+    "/v1/collections/{name}/items",
+    response_model=UpsertResponse,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Add or replace items",
+)
+async def upsert_items(
+    body: UpsertRequest,
+    name: CollectionName,
+    state: StateDep,
+    catalog: CatalogDep,
+    context: ContextDep,
+) -> UpsertResponse:
+    """All or nothing: every item is checked (id unique in the batch, metadata of declared
+    fields and types, a vector of the collection's dimension, a text or image its variant can
+    embed) and embedded before anything is logged; any bad item refuses the request, naming it
+    (``items.3.vector``). An id that exists is replaced. The answer comes once the write is
+    fsynced to the log and every search sees it."""
+    entry = _live(state).require(name)
+    _check_room(state, entry, len(body.items))
+    items = [
+        NewItem(
+            item_id=item.id,
+            text=item.text,
+            image=item.image,
+            vector=item.vector,
+            metadata=item.metadata,
+            where=f"items.{position}",
+            vector_base64=item.vector_base64,
+        )
+        for position, item in enumerate(body.items)
+    ]
+    operation = await upsert_of(state.searcher, context, catalog, entry, items)
+    result = await entry.writer.write(lambda _view: operation)
+    state.metrics.writes.labels(name, "upsert", "items").inc(result.done)
+    return UpsertResponse(seq=result.seq, upserted=result.done)
+
+
+@router.post(
+    "/v1/collections/{name}/items/delete",
+    response_model=DeleteResponse,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Delete items by id or by filter",
+)
+async def delete_items(
+    body: DeleteRequest, name: CollectionName, state: StateDep
+) -> DeleteResponse:
+    """``ids`` (unknown ones are ignored), or every item the ``filter`` keeps at the moment the
+    delete is logged: items written after it are never touched. Answered once durable and
+    visible."""
+    entry = _live(state).require(name)
+    if body.filter is not None:
+        plan = delete_filter_plan(entry, body.filter)
+    else:
+        plan = delete_ids_plan(body.ids or [])
+    result = await entry.writer.write(plan)
+    state.metrics.writes.labels(name, "delete", "items").inc(result.done)
+    return DeleteResponse(seq=result.seq, deleted=result.done)
+
+
+@router.post(
+    "/v1/collections/{name}/items/get",
+    response_model=GetResponse,
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 413, 415, 422, 503),
+    dependencies=[Depends(require_json)],
+    summary="Stored items by id",
+)
+async def get_items(body: GetRequest, name: CollectionName, state: StateDep) -> GetResponse:
+    """The items of ``ids`` that exist, in the order asked, as of one sequence number."""
+    view = _live(state).require(name).collection.view()
+    items = []
+    for item_id in dict.fromkeys(body.ids):
+        row = view.row_of(item_id)
+        if row is None:
+            continue
+        items.append(
+            StoredItem(
+                id=item_id,
+                metadata=dict(view.metadata(row)),
+                text=view.text(row),
+                vector=view.vectors[row].tolist() if body.include_vectors else None,
+            )
+        )
+    return GetResponse(items=items, seq=view.seq)
+
+
+@router.patch(
+    "/v1/collections/{name}/items/{id}",
+    response_model=PatchResponse,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Change an item's metadata without re-embedding it",
+)
+async def patch_item(
+    body: PatchRequest, name: CollectionName, id: ItemIdParam, state: StateDep
+) -> PatchResponse:
+    """Merge ``metadata`` into the stored item's (a null removes a field), or replace it with
+    ``merge`` false; the vector and text stay. 404 when the item does not exist when the patch
+    is logged."""
+    entry = _live(state).require(name)
+    _check_room(state, entry, 1)
+    result = await entry.writer.write(patch_plan(entry, id, body.metadata, body.merge))
+    state.metrics.writes.labels(name, "patch", "items").inc(result.done)
+    return PatchResponse(seq=result.seq)

@@ -1,0 +1,230 @@
+"""``/v1/collections/...``: create and drop live collections, and write, read and patch their
+items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from formats.field_types import FieldType
+from service.engine.filter_grammar import Filter
+from service.engine.live_collections import LiveEntry
+from service.http.schemas.wire import (
+    Base64Image,
+    FiniteFloat,
+    PositiveJsonInteger,
+    QueryText,
+    StrictRequest,
+)
+from storage.live.collection import NAME_PATTERN
+
+COLLECTION_NAME_PATTERN = NAME_PATTERN.pattern
+_EXAMPLE_FIELDS: dict[str, JsonValue] = {"image_id": "integer", "filename": "string"}
+
+
+class CreateCollectionRequest(StrictRequest):
+    """``POST /v1/collections``: a new, empty live collection. Give ``variant`` (a served
+    variant embeds the items' texts and images) or ``dim`` (the client sends vectors)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": ["variant"]}, {"required": ["dim"]}],
+            "examples": [
+                {"name": "notes", "variant": "minilm-l6-v2", "fields": _EXAMPLE_FIELDS},
+                {"name": "vectors", "dim": 384, "fields": {"filename": "string"}},
+            ],
+        }
+    )
+
+    name: str = Field(pattern=COLLECTION_NAME_PATTERN, description="The collection's name.")
+    variant: str | None = Field(
+        default=None, description="The served variant that embeds texts and images."
+    )
+    dim: PositiveJsonInteger | None = Field(
+        default=None, le=65536, description="The dimension of the client's vectors."
+    )
+    fields: dict[str, FieldType] = Field(
+        default_factory=dict,
+        description="Typed metadata fields (filterable): name → string, integer, float, "
+        "boolean, timestamp or list[string]. An item's metadata may hold these only.",
+    )
+
+    @model_validator(mode="after")
+    def _variant_or_dim(self) -> CreateCollectionRequest:
+        if (self.variant is None) == (self.dim is None):
+            raise ValueError("give exactly one of 'variant' and 'dim'")
+        return self
+
+
+class LiveCollectionInfo(BaseModel):
+    """A live collection: what it holds and where its log stands."""
+
+    name: str
+    dim: int
+    variant: str | None = Field(description="The variant that embeds it; null: client vectors.")
+    fields: dict[str, str]
+    count: int = Field(description="Items in the collection now.")
+    seq: int = Field(description="The last write's sequence number (every one is durable).")
+    rows: int = Field(description="Rows of its mutable segment, every version counted.")
+    log_bytes: int = Field(description="Size of its write-ahead log.")
+    created: str
+
+    @classmethod
+    def of(cls, entry: LiveEntry) -> LiveCollectionInfo:
+        """The facts of an open live collection, as readers see it now."""
+        collection = entry.collection
+        spec, view = collection.spec, collection.view()
+        return cls(
+            name=spec.name,
+            dim=spec.dim,
+            variant=spec.variant,
+            fields={name: str(kind) for name, kind in sorted(spec.fields.items())},
+            count=view.count,
+            seq=view.seq,
+            rows=collection.rows,
+            log_bytes=collection.log_bytes,
+            created=spec.created,
+        )
+
+
+class WriteItem(StrictRequest):
+    """One item to add or replace: its id, one of ``text``, ``image`` (base64) or ``vector``,
+    and its metadata (declared fields only)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["text"]},
+                {"required": ["image"]},
+                {"required": ["vector"]},
+                {"required": ["vector_base64"]},
+            ]
+        }
+    )
+
+    id: str = Field(min_length=1, description="The item's id; an id that exists is replaced.")
+    text: QueryText | None = Field(default=None, description="Embedded by the variant.")
+    image: Base64Image | None = Field(default=None, description="Embedded by the variant.")
+    vector: list[FiniteFloat] | None = Field(
+        default=None,
+        min_length=1,
+        description="The item's own embedding: the collection's dimension, finite, non-zero "
+        "(normalised before it is stored).",
+    )
+    vector_base64: str | None = Field(
+        default=None,
+        min_length=1,
+        pattern=r"^[A-Za-z0-9+/]+={0,2}$",
+        description="The item's own embedding as standard base64 of little-endian float32 "
+        "(dim x 4 bytes): the same vector as 'vector', about 15 times smaller and far cheaper "
+        "to parse than a JSON list.",
+    )
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> WriteItem:
+        given = [key for key in _INPUTS if getattr(self, key) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'text', 'image', 'vector' and 'vector_base64'")
+        return self
+
+
+_INPUTS = ("text", "image", "vector", "vector_base64")
+
+
+class UpsertRequest(StrictRequest):
+    """``POST /v1/collections/{name}/items``: add or replace a batch, all or nothing."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {"id": "n1", "text": "a red bicycle", "metadata": {"image_id": 1}},
+                    ]
+                }
+            ]
+        }
+    )
+
+    items: list[WriteItem]
+
+
+class UpsertResponse(BaseModel):
+    """The write's sequence number (durable and visible once answered) and its item count."""
+
+    seq: int
+    upserted: int
+
+
+class DeleteRequest(StrictRequest):
+    """``POST /v1/collections/{name}/items/delete``: ``ids``, or every item a ``filter`` keeps
+    when the delete is logged (items written after it are not touched)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": ["ids"]}, {"required": ["filter"]}],
+            "examples": [{"ids": ["n1"]}, {"filter": {"field": "image_id", "eq": 1}}],
+        }
+    )
+
+    ids: list[str] | None = None
+    filter: Filter | None = None
+
+    @model_validator(mode="after")
+    def _ids_or_filter(self) -> DeleteRequest:
+        if (self.ids is None) == (self.filter is None):
+            raise ValueError("give exactly one of 'ids' and 'filter'")
+        return self
+
+
+class DeleteResponse(BaseModel):
+    """The delete's sequence number and how many items it removed."""
+
+    seq: int
+    deleted: int
+
+
+class GetRequest(StrictRequest):
+    """``POST /v1/collections/{name}/items/get``: the stored items of ``ids``."""
+
+    ids: list[str]
+    include_vectors: bool = Field(default=False, description="Return each item's vector too.")
+
+
+class StoredItem(BaseModel):
+    """An item as stored: id, metadata, the text it was embedded from (if any), its vector."""
+
+    id: str
+    metadata: dict[str, Any]
+    text: str | None = None
+    vector: list[float] | None = None
+
+
+class GetResponse(BaseModel):
+    """The items of the ids asked for that exist, in the order asked (missing ids are left
+    out), and the sequence number they were read at."""
+
+    items: list[StoredItem]
+    seq: int
+
+
+class PatchRequest(StrictRequest):
+    """``PATCH /v1/collections/{name}/items/{id}``: new metadata without re-embedding; merged
+    into the stored metadata (a null removes a field) or, with ``merge`` false, replacing it."""
+
+    metadata: dict[str, JsonValue]
+    merge: bool = True
+
+
+class PatchResponse(BaseModel):
+    """The patch's sequence number."""
+
+    seq: int
+
+
+class DropResponse(BaseModel):
+    """The dropped collection's name."""
+
+    dropped: str

@@ -1,0 +1,194 @@
+"""The write-ahead log: checksummed, numbered records appended to one file and fsynced.
+
+A record on disk is ``MAGIC | seq (u64) | length (u32) | crc32 (u32) | payload``, little-endian;
+the CRC covers the sequence number, the length and the payload. Sequence numbers are
+consecutive. :meth:`WriteAheadLog.open` reads every record back and stops at the first one that
+is short, fails its checksum or breaks the sequence (a write torn by a crash or a power cut, or
+bits flipped in the tail): the file is truncated there and fsynced, and start-up goes on with
+the records before it. An append writes its records with one ``write`` and fsyncs the file
+before it returns, so concurrent writers that hand their records over together share one fsync
+(group commit, :mod:`service.engine.write_path`).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from storage.durability import fsync_path
+
+MAGIC: Final = b"CXW1"
+_HEAD: Final = struct.Struct("<4sQII")
+HEADER_BYTES: Final = _HEAD.size
+MAX_RECORD_BYTES: Final = 1 << 31
+"""Longest payload a record may carry (a longer length field is read as damage)."""
+
+
+class LogError(RuntimeError):
+    """The log cannot be written (a failed write or fsync): the collection must stop taking
+    writes until the service restarts and replays what reached the disk."""
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """One record: its sequence number and payload (:mod:`storage.live.operations`)."""
+
+    seq: int
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class Recovery:
+    """What opening the log found: the records kept, and the damaged tail cut off."""
+
+    records: int
+    truncated_bytes: int
+    reason: str | None
+    """Why the tail was cut (``None``: the log ended cleanly)."""
+
+
+def frame(seq: int, payload: bytes) -> bytes:
+    """The bytes of one record."""
+    if len(payload) >= MAX_RECORD_BYTES:
+        raise ValueError(f"a log record holds at most {MAX_RECORD_BYTES - 1} bytes")
+    crc = zlib.crc32(payload, zlib.crc32(struct.pack("<QI", seq, len(payload))))
+    return _HEAD.pack(MAGIC, seq, len(payload), crc) + payload
+
+
+def _scan(data: bytes, after: int | None) -> Iterator[tuple[LogRecord, int] | str]:
+    """The records in ``data`` with the offset past each; a string (the reason) where the
+    readable part ends before the data does."""
+    offset, expected = 0, None if after is None else after + 1
+    while offset < len(data):
+        if len(data) - offset < HEADER_BYTES:
+            yield f"a record header cut short at byte {offset}"
+            return
+        magic, seq, length, crc = _HEAD.unpack_from(data, offset)
+        end = offset + HEADER_BYTES + length
+        if magic != MAGIC:
+            yield f"no record marker at byte {offset}"
+            return
+        if end > len(data):
+            yield f"record {seq} cut short at byte {offset}"
+            return
+        payload = data[offset + HEADER_BYTES : end]
+        if zlib.crc32(payload, zlib.crc32(struct.pack("<QI", seq, length))) != crc:
+            yield f"record at byte {offset} fails its checksum"
+            return
+        if expected is not None and seq != expected:
+            yield f"record at byte {offset} has sequence {seq}, expected {expected}"
+            return
+        yield LogRecord(seq, payload), end
+        offset, expected = end, seq + 1
+
+
+class WriteAheadLog:
+    """An open log file: :meth:`open` recovers it, :meth:`append` makes records durable."""
+
+    def __init__(self, path: Path, fd: int, last_seq: int, size: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._last_seq = last_seq
+        self._size = size
+        self._failed: str | None = None
+
+    @classmethod
+    def open(cls, path: Path, after: int = 0) -> tuple[WriteAheadLog, list[LogRecord], Recovery]:
+        """Open (or create) the log at ``path``, whose records continue sequence ``after``;
+        return it, every record after ``after`` in order, and what recovery did. A damaged
+        tail is truncated and the truncation fsynced; the folder is fsynced when the file is
+        new."""
+        created = not path.exists()
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+            records: list[LogRecord] = []
+            good_end, reason = 0, None
+            for found in _scan(data, None):
+                if isinstance(found, str):
+                    reason = found
+                    break
+                record, good_end = found
+                records.append(record)
+            if records and records[0].seq > after + 1:
+                os.close(fd)
+                raise LogError(
+                    f"{path}: the log starts at sequence {records[0].seq}, but the collection's "
+                    f"data ends at {after}: records {after + 1}..{records[0].seq - 1} are missing"
+                )
+            if good_end < len(data):
+                os.ftruncate(fd, good_end)
+                os.fsync(fd)
+            if created:
+                os.fsync(fd)
+                fsync_path(path.parent)
+        except OSError:
+            os.close(fd)
+            raise
+        last = records[-1].seq if records else after
+        kept = [record for record in records if record.seq > after]
+        recovery = Recovery(len(kept), len(data) - good_end, reason)
+        return cls(path, fd, max(last, after), good_end), kept, recovery
+
+    @property
+    def last_seq(self) -> int:
+        """The sequence number of the last record written (or the base it continues)."""
+        return self._last_seq
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes in the file."""
+        return self._size
+
+    @property
+    def failed(self) -> str | None:
+        """Why the log stopped taking records (None while it works)."""
+        return self._failed
+
+    def append(self, records: Sequence[LogRecord], sync: bool = True) -> None:
+        """Write ``records`` (consecutive from :attr:`last_seq` + 1) with one write, then fsync
+        (unless ``sync`` is False). Raises :class:`LogError` when the write or the fsync
+        fails; the log then refuses every later append (what reached the disk is replayed at
+        the next start)."""
+        if self._failed is not None:
+            raise LogError(f"the log stopped taking records: {self._failed}")
+        if not records:
+            return
+        expected = self._last_seq + 1
+        for offset, record in enumerate(records):
+            if record.seq != expected + offset:
+                raise ValueError(f"record {record.seq} does not follow {expected + offset - 1}")
+        data = b"".join(frame(record.seq, record.payload) for record in records)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(self._fd, view)
+                view = view[written:]
+            if sync:
+                os.fsync(self._fd)
+        except OSError as exc:
+            self._failed = f"{type(exc).__name__}: {exc}"
+            raise LogError(f"{self.path}: {self._failed}") from exc
+        self._size += len(data)
+        self._last_seq = records[-1].seq
+
+    def sync(self) -> None:
+        """fsync what :meth:`append` wrote without syncing."""
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._failed = f"{type(exc).__name__}: {exc}"
+            raise LogError(f"{self.path}: {self._failed}") from exc
+
+    def close(self) -> None:
+        """Close the file (appends after this fail)."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+            self._failed = self._failed or "closed"
