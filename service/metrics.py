@@ -303,6 +303,19 @@ class ServiceMetrics:
             buckets=_BATCH_BUCKETS,
             registry=self.registry,
         )
+        self.compactions = Counter(
+            "crisscross_compactions",
+            "Compactions of live collections (log rewritten as one checkpoint), by trigger "
+            "(request, threshold) and outcome (ok, failed).",
+            ["trigger", "outcome"],
+            registry=self.registry,
+        )
+        self.compaction_seconds = Histogram(
+            "crisscross_compaction_seconds",
+            "Time of one compaction of a live collection.",
+            buckets=_STAGE_BUCKETS_S,
+            registry=self.registry,
+        )
         self.live_items = Gauge(
             "crisscross_live_collection_items",
             "Items in each live collection, the rows of its mutable segment (every version, "

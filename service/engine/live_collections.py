@@ -86,6 +86,8 @@ class LiveCollections:
             self._metrics,
             max_pending=settings.max_pending_writes,
             retry_after_s=settings.write_retry_after_s,
+            compact_dead_fraction=settings.compact_dead_fraction,
+            compact_min_rows=settings.compact_min_rows,
         )
         entry = LiveEntry(writer, LiveFields.of(collection.name, collection.spec.fields))
         self._entries[collection.name] = entry

@@ -14,6 +14,7 @@ while an fsync runs form the next group.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 
 from service.exceptions import DomainError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
-from storage.live.collection import LiveCollection
+from storage.live.collection import Compaction, LiveCollection
 from storage.live.log import LogError
 from storage.live.operations import Operation
 from storage.live.segment import SegmentView
@@ -56,11 +57,15 @@ class CollectionWriter:
         *,
         max_pending: int,
         retry_after_s: int,
+        compact_dead_fraction: float = 1.0,
+        compact_min_rows: int = 1 << 62,
     ) -> None:
         self.collection = collection
         self._metrics = metrics
         self._max_pending = max_pending
         self._retry_after_s = retry_after_s
+        self._compact_dead_fraction = compact_dead_fraction
+        self._compact_min_rows = compact_min_rows
         self._pending: list[_Pending] = []
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{collection.name}")
         self._flushing: asyncio.Task[None] | None = None
@@ -101,6 +106,44 @@ class CollectionWriter:
                 else:
                     pending.future.set_result(outcome)
                     self._metrics.write_seconds.observe(now - pending.queued)
+            if self._due_for_compaction():
+                # Writes that arrive meanwhile wait for it: they form the next group.
+                with contextlib.suppress(WriteFailedError):
+                    await loop.run_in_executor(self._thread, self._compact, "threshold")
+
+    def _due_for_compaction(self) -> bool:
+        collection = self.collection
+        rows = collection.rows
+        if rows < self._compact_min_rows or collection.failed is not None:
+            return False
+        dead = rows - collection.view().count
+        return dead / rows >= self._compact_dead_fraction
+
+    async def compact(self) -> Compaction:
+        """Compact the collection now, between two groups of writes (see
+        :meth:`storage.live.collection.LiveCollection.compact`); :class:`WriteFailedError`
+        when the log cannot be rewritten."""
+        if self._closed:
+            raise WriteFailedError(
+                f"collection {self.collection.name!r} is closing", self._retry_after_s
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._compact, "request")
+
+    def _compact(self, trigger: str) -> Compaction:
+        """Blocking (the writer's thread)."""
+        try:
+            done = self.collection.compact()
+        except LogError as error:
+            self._metrics.compactions.labels(trigger, "failed").inc()
+            raise self._failed(error) from None
+        self._metrics.compactions.labels(trigger, "ok").inc()
+        self._metrics.compaction_seconds.observe(done.seconds)
+        collection = self.collection
+        self._metrics.record_collection(
+            collection.name, collection.view().count, collection.rows, collection.log_bytes
+        )
+        return done
 
     def _commit(self, group: list[_Pending]) -> list[WriteResult | BaseException]:
         """Blocking (the writer's thread): stage every plan in order, then one log append."""

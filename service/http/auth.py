@@ -34,8 +34,9 @@ from service.request_context import request_id_of
 
 Role = Literal["read", "write", "manage", "admin"]
 """What a route needs: ``read`` (searches, reads), ``write`` (a live collection's writes: a
-write or admin key), ``manage`` (creating or dropping a live collection: an admin key), each
-only where read keys are configured; ``admin`` (``/v1/admin/...``): an admin key, always."""
+write or admin key), ``manage`` (creating, dropping or compacting a live collection: an admin
+key), each only where read keys are configured; ``admin`` (``/v1/admin/...``): an admin key,
+always."""
 _RANK: dict[str, int] = {"read": 0, "write": 1, "admin": 2}
 
 # The search page and its assets (service.http.routes.page): the page asks for a key itself.
@@ -120,7 +121,7 @@ def foreign_authorization(headers: Headers) -> bool:
 
 def required_role(path: str, method: str = "GET") -> Role | None:
     """The role a request needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
-    ``manage`` to create or drop a live collection, ``write`` for the writes of one (every
+    ``manage`` to create, drop or compact a live collection, ``write`` for the writes of one (every
     POST or PATCH under ``/v1/collections/`` but ``items/get``), ``read`` for every other path
     (unknown ones included)."""
     if path in OPEN_PATHS or path.startswith(PAGE_ASSETS_PREFIX):
@@ -128,8 +129,11 @@ def required_role(path: str, method: str = "GET") -> Role | None:
     if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
         return "admin"
     method = method.upper()
-    if (path == COLLECTIONS_PATH and method == "POST") or (
-        path.startswith(f"{COLLECTIONS_PATH}/") and method == "DELETE"
+    under = path.startswith(f"{COLLECTIONS_PATH}/")
+    if (
+        (path == COLLECTIONS_PATH and method == "POST")
+        or (under and method == "DELETE")
+        or (under and method == "POST" and path.endswith("/compact"))
     ):
         return "manage"
     if (

@@ -79,6 +79,22 @@ class WriteSettings(BaseModel):
             "one fsync per group); one more gets 503 overloaded with Retry-After."
         ),
     )
+    compact_dead_fraction: float = Field(
+        default=0.2,
+        gt=0.0,
+        le=1.0,
+        description=(
+            "A collection is compacted in the background (its log rewritten as one checkpoint "
+            "of its live items) once this share of its segment's rows are replaced or deleted "
+            "versions, and it has at least compact_min_rows rows; writes wait for it. POST "
+            "/v1/collections/{name}/compact compacts at once."
+        ),
+    )
+    compact_min_rows: int = Field(
+        default=10_000,
+        ge=1,
+        description="Rows a collection's segment must hold before it is compacted by itself.",
+    )
     write_retry_after_s: int = Field(
         default=1,
         ge=1,

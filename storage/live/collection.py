@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,10 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+import numpy as np
+
 from formats.field_types import FieldType, field_name_problem
 from storage.durability import fsync_path
 from storage.live.log import LogError, LogRecord, Recovery, WriteAheadLog
-from storage.live.operations import Operation, decode, encode
+from storage.live.operations import Checkpoint, Operation, decode, encode
 from storage.live.segment import MutableSegment, SegmentView
 
 SPEC_FILE: Final = "collection.json"
@@ -184,10 +187,17 @@ class LiveCollection:
         off) and replay every record into a new segment."""
         spec = CollectionSpec.from_json((folder / SPEC_FILE).read_text(encoding="utf-8"))
         log, records, recovery = WriteAheadLog.open(folder / LOG_FILE)
-        segment = MutableSegment(spec.dim, spec.fields, capacity=1024)
         try:
-            for record in records:
-                segment.apply(record.seq, decode(record.payload))
+            operations = [decode(record.payload) for record in records]
+            first = operations[0] if operations else None
+            if records and records[0].seq != 1 and not isinstance(first, Checkpoint):
+                raise ValueError(
+                    f"the log starts at sequence {records[0].seq} without a checkpoint"
+                )
+            capacity = len(first.ids) if isinstance(first, Checkpoint) else 0
+            segment = MutableSegment(spec.dim, spec.fields, capacity=max(1024, capacity))
+            for record, operation in zip(records, operations, strict=True):
+                segment.apply(record.seq, operation)
         except ValueError as exc:
             log.close()
             raise LogError(f"{folder / LOG_FILE}: record cannot be replayed: {exc}") from exc
@@ -252,6 +262,52 @@ class LiveCollection:
             self._visible = staged[-1].seq
         return self._visible
 
+    def compact(self) -> Compaction:
+        """Rewrite the log as one checkpoint of the items alive now (in row order, so the tie
+        rule orders them as before) and start a segment that holds them alone: replaced
+        versions and deleted items leave memory and disk. Call it with nothing staged (the
+        writer's thread, between groups). Atomic and durable
+        (:meth:`storage.live.log.WriteAheadLog.replace_with`); readers holding an older view
+        finish on it. Raises :class:`LogError` when the rewrite fails (the old log stays)."""
+        if self._staged:
+            raise RuntimeError("compact() with writes staged")
+        started = time.perf_counter()
+        before_rows, before_bytes = self._segment.rows, self._log.size_bytes
+        view = self.view()
+        rows = view.live_rows()
+        checkpoint = Checkpoint(
+            ids=tuple(view.item_id(int(row)) for row in rows),
+            vectors=np.ascontiguousarray(view.vectors[rows]),
+            metadata=tuple(view.metadata(int(row)) for row in rows),
+            texts=tuple(view.text(int(row)) for row in rows),
+        )
+        segment = MutableSegment(self.spec.dim, self.spec.fields, capacity=max(1024, len(rows)))
+        seq = max(view.seq, 1)
+        segment.apply(seq, checkpoint)
+        self._log.replace_with([LogRecord(seq, encode(checkpoint))])
+        self._segment, self._view, self._visible = segment, None, seq
+        return Compaction(
+            seq=seq,
+            rows_before=before_rows,
+            rows_after=segment.rows,
+            log_bytes_before=before_bytes,
+            log_bytes_after=self._log.size_bytes,
+            seconds=time.perf_counter() - started,
+        )
+
     def close(self) -> None:
         """Close the log."""
         self._log.close()
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What a compaction did: the sequence its checkpoint holds, segment rows and log bytes
+    before and after, and its time."""
+
+    seq: int
+    rows_before: int
+    rows_after: int
+    log_bytes_before: int
+    log_bytes_after: int
+    seconds: float

@@ -12,6 +12,7 @@ before it returns, so concurrent writers that hand their records over together s
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import zlib
@@ -25,6 +26,8 @@ from storage.durability import fsync_path
 MAGIC: Final = b"CXW1"
 _HEAD: Final = struct.Struct("<4sQII")
 HEADER_BYTES: Final = _HEAD.size
+REWRITE_SUFFIX: Final = ".rewrite"
+"""Beside the log, the file a rewrite (:meth:`WriteAheadLog.replace_with`) writes first."""
 MAX_RECORD_BYTES: Final = 1 << 31
 """Longest payload a record may carry (a longer length field is read as damage)."""
 
@@ -60,10 +63,11 @@ def frame(seq: int, payload: bytes) -> bytes:
     return _HEAD.pack(MAGIC, seq, len(payload), crc) + payload
 
 
-def _scan(data: bytes, after: int | None) -> Iterator[tuple[LogRecord, int] | str]:
+def _scan(data: bytes) -> Iterator[tuple[LogRecord, int] | str]:
     """The records in ``data`` with the offset past each; a string (the reason) where the
-    readable part ends before the data does."""
-    offset, expected = 0, None if after is None else after + 1
+    readable part ends before the data does. The first record may have any sequence number
+    (a compacted log starts with a checkpoint), every later one follows its predecessor."""
+    offset, expected = 0, None
     while offset < len(data):
         if len(data) - offset < HEADER_BYTES:
             yield f"a record header cut short at byte {offset}"
@@ -98,11 +102,12 @@ class WriteAheadLog:
         self._failed: str | None = None
 
     @classmethod
-    def open(cls, path: Path, after: int = 0) -> tuple[WriteAheadLog, list[LogRecord], Recovery]:
-        """Open (or create) the log at ``path``, whose records continue sequence ``after``;
-        return it, every record after ``after`` in order, and what recovery did. A damaged
-        tail is truncated and the truncation fsynced; the folder is fsynced when the file is
-        new."""
+    def open(cls, path: Path) -> tuple[WriteAheadLog, list[LogRecord], Recovery]:
+        """Open (or create) the log at ``path``; return it, its records in order, and what
+        recovery did. A damaged tail is truncated and the truncation fsynced; the folder is
+        fsynced when the file is new. A rewrite that a crash interrupted (``<path>.rewrite``,
+        :meth:`replace_with`) is removed: the log it was to replace is whole."""
+        path.with_name(path.name + REWRITE_SUFFIX).unlink(missing_ok=True)
         created = not path.exists()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
@@ -110,18 +115,12 @@ class WriteAheadLog:
                 data = handle.read()
             records: list[LogRecord] = []
             good_end, reason = 0, None
-            for found in _scan(data, None):
+            for found in _scan(data):
                 if isinstance(found, str):
                     reason = found
                     break
                 record, good_end = found
                 records.append(record)
-            if records and records[0].seq > after + 1:
-                os.close(fd)
-                raise LogError(
-                    f"{path}: the log starts at sequence {records[0].seq}, but the collection's "
-                    f"data ends at {after}: records {after + 1}..{records[0].seq - 1} are missing"
-                )
             if good_end < len(data):
                 os.ftruncate(fd, good_end)
                 os.fsync(fd)
@@ -131,14 +130,13 @@ class WriteAheadLog:
         except OSError:
             os.close(fd)
             raise
-        last = records[-1].seq if records else after
-        kept = [record for record in records if record.seq > after]
-        recovery = Recovery(len(kept), len(data) - good_end, reason)
-        return cls(path, fd, max(last, after), good_end), kept, recovery
+        last = records[-1].seq if records else 0
+        recovery = Recovery(len(records), len(data) - good_end, reason)
+        return cls(path, fd, last, good_end), records, recovery
 
     @property
     def last_seq(self) -> int:
-        """The sequence number of the last record written (or the base it continues)."""
+        """The sequence number of the last record written (0: none)."""
         return self._last_seq
 
     @property
@@ -177,6 +175,36 @@ class WriteAheadLog:
             raise LogError(f"{self.path}: {self._failed}") from exc
         self._size += len(data)
         self._last_seq = records[-1].seq
+
+    def replace_with(self, records: Sequence[LogRecord]) -> None:
+        """Replace the whole log with ``records`` (consecutive; the first may have any sequence
+        number), atomically and durably: they are written to ``<path>.rewrite`` and fsynced,
+        which is renamed over the log, and the folder fsynced. A crash before the rename leaves
+        the old log whole; after it, the new one. Raises :class:`LogError` (the log then takes
+        no more records)."""
+        if self._failed is not None:
+            raise LogError(f"the log stopped taking records: {self._failed}")
+        for before, after in itertools.pairwise(records):
+            if after.seq != before.seq + 1:
+                raise ValueError(f"record {after.seq} does not follow {before.seq}")
+        staging = self.path.with_name(self.path.name + REWRITE_SUFFIX)
+        data = b"".join(frame(record.seq, record.payload) for record in records)
+        try:
+            with staging.open("wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(staging, self.path)
+            fsync_path(self.path.parent)
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        except OSError as exc:
+            self._failed = f"{type(exc).__name__}: {exc}"
+            raise LogError(f"{self.path}: {self._failed}") from exc
+        os.close(self._fd)
+        self._fd = fd
+        self._size = len(data)
+        if records:
+            self._last_seq = records[-1].seq
 
     def sync(self) -> None:
         """fsync what :meth:`append` wrote without syncing."""

@@ -3,7 +3,8 @@
 Everything replay needs is in the record, so replay never runs a model: an upsert carries its
 ids, its vectors (float32, already normalised) and each item's metadata and text; a delete
 carries ids (a delete by filter is resolved to ids before it is logged). A payload is
-``u32 header length | header JSON (UTF-8) | vectors (float32, little-endian, row-major)``.
+``u32 header length | header JSON (UTF-8) | vectors (float32, little-endian, row-major)``. A
+compaction rewrites the log as one checkpoint: every live item, in row order.
 """
 
 from __future__ import annotations
@@ -42,13 +43,19 @@ class Upsert:
 
 
 @dataclass(frozen=True)
+class Checkpoint(Upsert):
+    """The whole collection as of this record's sequence number: its items in row order. A
+    compacted log starts with one; replay starts from it."""
+
+
+@dataclass(frozen=True)
 class Delete:
     """Ids to delete (ids that are not there are ignored)."""
 
     ids: tuple[str, ...]
 
 
-Operation = Upsert | Delete
+Operation = Upsert | Checkpoint | Delete
 
 
 def encode(operation: Operation) -> bytes:
@@ -59,7 +66,7 @@ def encode(operation: Operation) -> bytes:
     else:
         vectors = np.ascontiguousarray(operation.vectors, dtype="<f4")
         header = {
-            "op": "upsert",
+            "op": "checkpoint" if isinstance(operation, Checkpoint) else "upsert",
             "ids": list(operation.ids),
             "dim": int(vectors.shape[1]),
             "metadata": [dict(row) for row in operation.metadata],
@@ -78,14 +85,15 @@ def decode(payload: bytes) -> Operation:
         ids = tuple(str(item) for item in header["ids"])
         if header["op"] == "delete":
             return Delete(ids)
-        if header["op"] != "upsert":
+        kind = {"upsert": Upsert, "checkpoint": Checkpoint}.get(header["op"])
+        if kind is None:
             raise RecordFormatError(f"unknown operation {header['op']!r}")
         dim = int(header["dim"])
         body = payload[_LENGTH.size + length :]
         if len(body) != len(ids) * dim * 4:
             raise RecordFormatError("vector bytes do not match the ids and dimension")
         vectors = np.frombuffer(body, dtype="<f4").reshape(len(ids), dim).astype(np.float32)
-        return Upsert(ids, vectors, tuple(header["metadata"]), tuple(header["texts"]))
+        return kind(ids, vectors, tuple(header["metadata"]), tuple(header["texts"]))
     except (KeyError, TypeError, ValueError, struct.error, UnicodeDecodeError) as exc:
         if isinstance(exc, RecordFormatError):
             raise

@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from formats.field_types import FieldType
 from storage.columns import Column, Mask, build_columns
-from storage.live.operations import Delete, Operation, Upsert
+from storage.live.operations import Checkpoint, Delete, Operation, Upsert
 
 NEVER: Final = np.iinfo(np.int64).max
 """The ``deleted`` mark of a row that lives."""
@@ -150,7 +150,8 @@ class MutableSegment:
         return self._live
 
     def view(self, seq: int) -> SegmentView:
-        """The segment as of ``seq`` (at most :attr:`applied_seq`)."""
+        """The segment as of ``seq`` (at most :attr:`applied_seq`; a segment that starts from a
+        checkpoint has no view before it)."""
         if seq > self._applied:
             raise ValueError(f"sequence {seq} is not applied yet (applied: {self._applied})")
         return SegmentView(
@@ -175,6 +176,8 @@ class MutableSegment:
         how many items it wrote or deleted (a delete counts only ids that were alive)."""
         if seq <= self._applied:
             raise ValueError(f"sequence {seq} is not after {self._applied}")
+        if isinstance(operation, Checkpoint) and self._rows:
+            raise ValueError("a checkpoint starts a segment; this one holds rows already")
         if isinstance(operation, Delete):
             done = sum(self._retire(item, seq) for item in dict.fromkeys(operation.ids))
         else:

@@ -383,6 +383,9 @@ def test_keys_decide_who_writes_and_who_creates(live_settings: Settings) -> None
         assert got.status_code == 200
         assert got.json()["items"][0]["id"] == "a"
         assert client.get("/v1/collections/things", headers=key(READ_KEY)).status_code == 200
+        compact = "/v1/collections/things/compact"
+        assert client.post(compact, headers=key(WRITE_KEY)).status_code == 403
+        assert client.post(compact, headers=key(ADMIN_KEY)).status_code == 200
         assert client.delete("/v1/collections/things", headers=key(WRITE_KEY)).status_code == 403
         assert client.delete("/v1/collections/things", headers=key(ADMIN_KEY)).status_code == 200
 
@@ -460,3 +463,30 @@ def test_a_base64_vector_is_the_same_vector_as_a_json_list(live: TestClient) -> 
         "/v1/collections/things/items/get", json={"ids": ["json", "b64"], "include_vectors": True}
     ).json()["items"]
     assert got[0]["vector"] == got[1]["vector"]
+
+
+def test_compaction_keeps_every_answer_and_drops_dead_rows(live: TestClient) -> None:
+    _create(live)
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng, 20)
+    vectors[5] = vectors[3]  # an exact tie: write order must still decide it after compaction
+    items = [
+        {"id": f"i{n}", "vector": v.tolist(), "metadata": {"cat": "ab"[n % 2]}}
+        for n, v in enumerate(vectors)
+    ]
+    _upsert(live, items)
+    _upsert(live, items[:6])  # replaced: six dead versions
+    live.post("/v1/collections/things/items/delete", json={"ids": ["i7", "i8"]})
+    queries = [vectors[3], *_unit(rng, 4)]
+    before = [_search(live, q, k=12, filter={"field": "cat", "eq": "a"}) for q in queries]
+    before += [_search(live, q, k=5, offset=3) for q in queries]
+    done = live.post("/v1/collections/things/compact")
+    assert done.status_code == 200, done.text
+    answer = done.json()
+    assert (answer["rows_before"], answer["rows_after"]) == (26, 18)
+    assert answer["log_bytes_after"] < answer["log_bytes_before"]
+    after = [_search(live, q, k=12, filter={"field": "cat", "eq": "a"}) for q in queries]
+    after += [_search(live, q, k=5, offset=3) for q in queries]
+    assert after == before
+    info = live.get("/v1/collections/things").json()
+    assert (info["count"], info["rows"]) == (18, 18)

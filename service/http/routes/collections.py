@@ -27,6 +27,7 @@ from service.http.dependencies import (
 from service.http.routes import AUTH_ERRORS, error_responses
 from service.http.routes.json_route import JsonRoute
 from service.http.schemas.collections import (
+    CompactResponse,
     CreateCollectionRequest,
     DeleteRequest,
     DeleteResponse,
@@ -263,3 +264,25 @@ async def patch_item(
     result = await entry.writer.write(patch_plan(entry, id, body.metadata, body.merge))
     state.metrics.writes.labels(name, "patch", "items").inc(result.done)
     return PatchResponse(seq=result.seq)
+
+
+@plain_router.post(
+    "/v1/collections/{name}/compact",
+    response_model=CompactResponse,
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 503),
+    summary="Compact a live collection now",
+)
+async def compact_collection(name: CollectionName, state: StateDep) -> CompactResponse:
+    """Rewrite the collection's log as one checkpoint of its live items (atomically, fsynced),
+    dropping replaced versions and deleted items from memory and disk; writes wait for it.
+    Searches give the same answers before and after. Needs an admin key when keys are
+    configured. The service also compacts by itself (compact_dead_fraction)."""
+    done = await _live(state).require(name).writer.compact()
+    return CompactResponse(
+        seq=done.seq,
+        rows_before=done.rows_before,
+        rows_after=done.rows_after,
+        log_bytes_before=done.log_bytes_before,
+        log_bytes_after=done.log_bytes_after,
+        seconds=done.seconds,
+    )

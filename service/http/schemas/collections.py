@@ -228,3 +228,15 @@ class DropResponse(BaseModel):
     """The dropped collection's name."""
 
     dropped: str
+
+
+class CompactResponse(BaseModel):
+    """What a compaction did: the sequence number its checkpoint holds, the segment's rows and
+    the log's bytes before and after, and its time."""
+
+    seq: int
+    rows_before: int
+    rows_after: int
+    log_bytes_before: int
+    log_bytes_after: int
+    seconds: float

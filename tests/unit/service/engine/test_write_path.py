@@ -123,3 +123,27 @@ def test_too_many_waiting_writes_are_refused(tmp_path: Path) -> None:
 
     outcomes = asyncio.run(run())
     assert any(isinstance(outcome, OverloadedError) for outcome in outcomes)
+
+
+def test_a_collection_compacts_itself_past_the_dead_fraction(tmp_path: Path) -> None:
+    folder = create_collection(tmp_path, CollectionSpec("c", 4, {}))
+    writer = CollectionWriter(
+        LiveCollection.open(folder),
+        ServiceMetrics(),
+        max_pending=8,
+        retry_after_s=1,
+        compact_dead_fraction=0.5,
+        compact_min_rows=4,
+    )
+
+    async def run() -> None:
+        # The same id five times: after the fourth, 3 of 4 rows are dead versions.
+        for _ in range(5):
+            await writer.write(lambda _view: _upsert("same"))
+        assert writer.collection.rows == 2  # compacted to 1 row after the fourth, then one more
+        done = await writer.compact()
+        assert done.rows_after == 1
+        await writer.close()
+
+    asyncio.run(run())
+    assert writer.collection.view().count == 1

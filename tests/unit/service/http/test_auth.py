@@ -46,3 +46,28 @@ def test_presented_keys_and_required_roles() -> None:
     assert required_role("/v1/admin/reload") == "admin"
     assert required_role("/v1/admin") == "admin"
     assert required_role("/anything") == "read"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "role"),
+    [
+        ("POST", "/v1/collections", "manage"),
+        ("GET", "/v1/collections", "read"),
+        ("DELETE", "/v1/collections/c", "manage"),
+        ("POST", "/v1/collections/c/compact", "manage"),
+        ("GET", "/v1/collections/c", "read"),
+        ("POST", "/v1/collections/c/items", "write"),
+        ("POST", "/v1/collections/c/items/delete", "write"),
+        ("PATCH", "/v1/collections/c/items/x", "write"),
+        ("POST", "/v1/collections/c/items/get", "read"),
+    ],
+)
+def test_live_collection_routes_need_their_roles(method: str, path: str, role: str) -> None:
+    assert required_role(path, method) == role
+
+
+def test_a_write_key_grants_write_and_not_admin() -> None:
+    ring = KeyRing([SecretStr(READ_KEY)], [SecretStr(ADMIN_KEY)], [SecretStr(WRONG_KEY)])
+    assert ring.role_of(WRONG_KEY) == "write"
+    assert ring.role_of(ADMIN_KEY) == "admin"
+    assert ring.role_of(READ_KEY) == "read"

@@ -74,6 +74,11 @@ def test_random_operations_with_reopens_equal_the_model(tmp_path: Path, seed: in
         if rng.random() < 0.5:
             collection.commit()
             _assert_equal(collection, model)
+        if rng.random() < 0.03:  # compaction: the log becomes one checkpoint, same items
+            collection.commit()
+            done = collection.compact()
+            assert done.rows_after == len(model)
+            _assert_equal(collection, model)
         if rng.random() < 0.03:  # restart: what was committed comes back from the log
             collection.commit()
             collection.close()
@@ -132,3 +137,42 @@ def test_bad_names_are_refused(name: str) -> None:
 def test_a_spec_round_trips() -> None:
     spec = CollectionSpec("x", 3, {"n": FieldType.INTEGER}, "minilm", "abc", "2026-01-01T00:00:00Z")
     assert CollectionSpec.from_json(spec.to_json()) == spec
+
+
+def test_compaction_keeps_the_items_and_their_order_and_drops_the_rest(tmp_path: Path) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    vectors = np.ones((3, DIM), dtype=np.float32)
+    collection.stage(Upsert(("a", "b", "c"), vectors, ({}, {}, {}), (None, None, None)))
+    collection.stage(Upsert(("a",), vectors[:1] * 2, ({"cat": "x"},), ("t",)))
+    collection.stage(Delete(("b",)))
+    collection.commit()
+    size = (folder / LOG_FILE).stat().st_size
+    done = collection.compact()
+    assert (done.seq, done.rows_before, done.rows_after) == (3, 4, 2)
+    assert done.log_bytes_before == size
+    view = collection.view()
+    assert [view.item_id(row) for row in view.live_rows()] == ["c", "a"]  # write order kept
+    collection.stage(Delete(("c",)))  # the log goes on after the checkpoint
+    collection.commit()
+    collection.close()
+    reopened = LiveCollection.open(folder)
+    view = reopened.view()
+    assert view.seq == 4
+    assert [view.item_id(row) for row in view.live_rows()] == ["a"]
+    assert dict(view.metadata(view.row_of("a") or 0)) == {"cat": "x"}
+    assert view.text(view.row_of("a") or 0) == "t"
+    reopened.close()
+
+
+def test_a_rewrite_cut_short_by_a_crash_leaves_the_old_log(tmp_path: Path) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    collection.stage(Upsert(("a",), np.ones((1, DIM), dtype=np.float32), ({},), (None,)))
+    collection.commit()
+    collection.close()
+    (folder / (LOG_FILE + ".rewrite")).write_bytes(b"CXW1 half a checkpoint")
+    reopened = LiveCollection.open(folder)
+    assert reopened.view().count == 1
+    assert not (folder / (LOG_FILE + ".rewrite")).exists()
+    reopened.close()

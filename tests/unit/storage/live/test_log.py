@@ -124,3 +124,15 @@ def test_records_must_follow_each_other(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="does not follow"):
         log.append([LogRecord(2, b"x")])
     log.close()
+
+
+def test_a_log_is_replaced_whole_and_goes_on_from_its_last_record(tmp_path: Path) -> None:
+    path = tmp_path / "log.wal"
+    _written(path, 4)
+    log, _, _ = WriteAheadLog.open(path)
+    log.replace_with([LogRecord(4, b"checkpoint")])
+    log.append([LogRecord(5, b"five")])
+    log.close()
+    _, found, recovery = WriteAheadLog.open(path)
+    assert found == [LogRecord(4, b"checkpoint"), LogRecord(5, b"five")]
+    assert recovery.reason is None
