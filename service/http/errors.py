@@ -286,7 +286,30 @@ async def _http_exception_handler(request: Request, exc: Exception) -> Response:
     else:
         message = str(exc.detail)
     # Headers of Starlette's and our own HTTP exceptions (Allow, Connection) are server-made.
-    return error_response(code, message, request_id, headers=exc.headers)
+    headers = dict(exc.headers or {})
+    if code is ErrorCode.METHOD_NOT_ALLOWED:
+        headers["Allow"] = _allowed_methods(request)
+    return error_response(code, message, request_id, headers=headers or None)
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route takes on the request's path (Starlette's own 405 names only the
+    first route that matches the path, where several routes share it: GET and POST
+    /v1/collections)."""
+    path = request.scope.get("path", "")
+    methods: set[str] = set()
+    pending: list[Any] = list(request.app.router.routes)
+    while pending:
+        route = pending.pop()
+        included = getattr(route, "original_router", None)  # FastAPI's included routers
+        if included is not None:
+            pending.extend(included.routes)
+            continue
+        route_methods = getattr(route, "methods", None)
+        path_regex = getattr(route, "path_regex", None)
+        if route_methods and path_regex is not None and path_regex.match(path):
+            methods |= set(route_methods)
+    return ", ".join(sorted(methods))
 
 
 def install_error_handlers(app: FastAPI) -> None:

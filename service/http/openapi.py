@@ -81,6 +81,20 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
     constrain("ScoreRequest", "pairs", {"maxItems": settings.max_score_pairs})
     constrain("EmbedTexts", "texts", {"maxItems": settings.max_embed_inputs})
     constrain("EmbedImages", "images", {"maxItems": settings.max_images_per_request})
+    write_ids = {"maxItems": settings.max_write_items}
+    constrain("UpsertRequest", "items", write_ids)
+    constrain("GetRequest", "ids", write_ids)
+    constrain("WriteItem", "id", {"maxLength": settings.max_id_chars})
+    constrain("WriteItem", "text", text)
+    constrain("WriteItem", "image", image)
+    constrain(
+        "CreateCollectionRequest", "fields", {"maxProperties": settings.max_collection_fields}
+    )
+    for component, field in (("DeleteRequest", "ids"), ("GetRequest", "ids")):
+        ids = components.get(component, {}).get("properties", {}).get(field, {})
+        ids.update(write_ids)
+        if "items" in ids:
+            ids["items"]["maxLength"] = settings.max_id_chars
     for field, maximum in (("nprobe", settings.max_nprobe), ("ef_search", settings.max_ef_search)):
         # Optional integers: the bound goes on the integer member of the field's anyOf.
         param = components.get("SearchParams", {}).get("properties", {}).get(field, {})

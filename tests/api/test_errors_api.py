@@ -478,3 +478,8 @@ def test_json_content_type_with_charset_is_accepted(client: TestClient) -> None:
         headers={"content-type": "application/json; charset=utf-8"},
     )
     assert response.status_code == 200
+
+
+def test_a_wrong_method_on_a_shared_path_names_every_allowed_one(client: TestClient) -> None:
+    assert client.request("OPTIONS", "/v1/collections").headers["allow"] == "GET, POST"
+    assert client.request("OPTIONS", "/v1/collections/x").headers["allow"] == "DELETE, GET"

@@ -3,23 +3,39 @@ items."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
-from formats.field_types import FieldType
+from formats.field_types import FIELD_NAME_PATTERN, FieldType, field_name_problem
 from service.engine.filter_grammar import Filter
 from service.engine.live_collections import LiveEntry
 from service.http.schemas.wire import (
     Base64Image,
+    DimensionInteger,
     FiniteFloat,
-    PositiveJsonInteger,
     QueryText,
     StrictRequest,
 )
 from storage.live.collection import NAME_PATTERN
 
 COLLECTION_NAME_PATTERN = NAME_PATTERN.pattern
+FieldName = Annotated[str, Field(pattern=FIELD_NAME_PATTERN.pattern)]
+"""A metadata field's name (``id`` is refused by the model: every item has an id of its own)."""
+ItemVector = Annotated[
+    list[FiniteFloat],
+    Field(min_length=1, json_schema_extra={"contains": {"not": {"const": 0}}}),
+]
+"""An item's own vector: finite numbers, not all zero."""
+PackedVector = Annotated[
+    str,
+    Field(
+        min_length=4,
+        pattern=r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+    ),
+]
+"""An item's own vector as base64 of little-endian float32."""
 _EXAMPLE_FIELDS: dict[str, JsonValue] = {"image_id": "integer", "filename": "string"}
 
 
@@ -38,22 +54,29 @@ class CreateCollectionRequest(StrictRequest):
     )
 
     name: str = Field(pattern=COLLECTION_NAME_PATTERN, description="The collection's name.")
-    variant: str | None = Field(
+    variant: str | SkipJsonSchema[None] = Field(
         default=None, description="The served variant that embeds texts and images."
     )
-    dim: PositiveJsonInteger | None = Field(
-        default=None, le=65536, description="The dimension of the client's vectors."
+    dim: DimensionInteger | SkipJsonSchema[None] = Field(
+        default=None, description="The dimension of the client's vectors."
     )
-    fields: dict[str, FieldType] = Field(
+    fields: dict[FieldName, FieldType] = Field(
         default_factory=dict,
-        description="Typed metadata fields (filterable): name → string, integer, float, "
-        "boolean, timestamp or list[string]. An item's metadata may hold these only.",
+        description="Typed metadata fields (filterable): name (1-64 lowercase letters, digits "
+        "and '_', not starting with a digit, not 'id') → string, integer, float, boolean, "
+        "timestamp or list[string]. An item's metadata may hold these only.",
+        json_schema_extra={
+            "propertyNames": {"pattern": FIELD_NAME_PATTERN.pattern, "not": {"const": "id"}}
+        },
     )
 
     @model_validator(mode="after")
     def _variant_or_dim(self) -> CreateCollectionRequest:
         if (self.variant is None) == (self.dim is None):
             raise ValueError("give exactly one of 'variant' and 'dim'")
+        for name in self.fields:
+            if (problem := field_name_problem(name)) is not None:
+                raise ValueError(problem)
         return self
 
 
@@ -104,18 +127,19 @@ class WriteItem(StrictRequest):
     )
 
     id: str = Field(min_length=1, description="The item's id; an id that exists is replaced.")
-    text: QueryText | None = Field(default=None, description="Embedded by the variant.")
-    image: Base64Image | None = Field(default=None, description="Embedded by the variant.")
-    vector: list[FiniteFloat] | None = Field(
+    text: QueryText | SkipJsonSchema[None] = Field(
+        default=None, description="Embedded by the variant."
+    )
+    image: Base64Image | SkipJsonSchema[None] = Field(
+        default=None, description="Embedded by the variant."
+    )
+    vector: ItemVector | SkipJsonSchema[None] = Field(
         default=None,
-        min_length=1,
         description="The item's own embedding: the collection's dimension, finite, non-zero "
         "(normalised before it is stored).",
     )
-    vector_base64: str | None = Field(
+    vector_base64: PackedVector | SkipJsonSchema[None] = Field(
         default=None,
-        min_length=1,
-        pattern=r"^[A-Za-z0-9+/]+={0,2}$",
         description="The item's own embedding as standard base64 of little-endian float32 "
         "(dim x 4 bytes): the same vector as 'vector', about 15 times smaller and far cheaper "
         "to parse than a JSON list.",
@@ -169,8 +193,8 @@ class DeleteRequest(StrictRequest):
         }
     )
 
-    ids: list[str] | None = None
-    filter: Filter | None = None
+    ids: list[str] | SkipJsonSchema[None] = None
+    filter: Filter | SkipJsonSchema[None] = None
 
     @model_validator(mode="after")
     def _ids_or_filter(self) -> DeleteRequest:

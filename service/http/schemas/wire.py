@@ -82,6 +82,12 @@ states it (``minimum``) where the field is optional too: ``Field(ge=1)`` on
 JSON Schema ignores."""
 
 
+MAX_DIMENSION = 65_536
+"""The largest embedding dimension a live collection may have."""
+DimensionInteger = Annotated[int, Field(ge=1, le=MAX_DIMENSION), BeforeValidator(_integral)]
+"""An embedding dimension: a :data:`JsonInteger` from 1 to :data:`MAX_DIMENSION`."""
+
+
 class StrictRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
