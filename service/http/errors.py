@@ -293,11 +293,12 @@ async def _http_exception_handler(request: Request, exc: Exception) -> Response:
 
 
 def _allowed_methods(request: Request) -> str:
-    """Every method some route takes on the request's path (Starlette's own 405 names only the
-    first route that matches the path, where several routes share it: GET and POST
-    /v1/collections)."""
+    """The methods of the most specific path template that matches the request's path (the one
+    with the fewest parameters: ``POST .../items/delete`` over ``PATCH .../items/{id}``), every
+    route of that template counted — Starlette's own 405 names only the first route that
+    matches, where several share a path (GET and POST /v1/collections)."""
     path = request.scope.get("path", "")
-    methods: set[str] = set()
+    by_template: dict[str, set[str]] = {}
     pending: list[Any] = list(request.app.router.routes)
     while pending:
         route = pending.pop()
@@ -308,7 +309,16 @@ def _allowed_methods(request: Request) -> str:
         route_methods = getattr(route, "methods", None)
         path_regex = getattr(route, "path_regex", None)
         if route_methods and path_regex is not None and path_regex.match(path):
-            methods |= set(route_methods)
+            by_template.setdefault(route.path, set()).update(route_methods)
+    if not by_template:
+        return ""
+    fewest = min(template.count("{") for template in by_template)
+    methods = {
+        method
+        for template, allowed in by_template.items()
+        if template.count("{") == fewest
+        for method in allowed
+    }
     return ", ".join(sorted(methods))
 
 

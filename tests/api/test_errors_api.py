@@ -483,3 +483,5 @@ def test_json_content_type_with_charset_is_accepted(client: TestClient) -> None:
 def test_a_wrong_method_on_a_shared_path_names_every_allowed_one(client: TestClient) -> None:
     assert client.request("OPTIONS", "/v1/collections").headers["allow"] == "GET, POST"
     assert client.request("OPTIONS", "/v1/collections/x").headers["allow"] == "DELETE, GET"
+    # The most specific template answers: POST .../items/delete, not PATCH .../items/{id}.
+    assert client.request("OPTIONS", "/v1/collections/x/items/delete").headers["allow"] == "POST"
