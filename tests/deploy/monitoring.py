@@ -106,6 +106,21 @@ def drive_traffic(service: LiveService) -> None:
         assert unknown.status_code == 404, unknown.text
 
 
+def drive_writes(service: LiveService) -> None:
+    """A live collection created, written, deleted from and compacted (the service needs
+    collections_dir), so that the write, fsync, size and compaction series exist."""
+    with httpx.Client(base_url=service.url, timeout=HTTP_TIMEOUT_S) as client:
+        created = client.post("/v1/collections", json={"name": "monitored", "dim": 4})
+        assert created.status_code == 201, created.text
+        items = [{"id": f"i{n}", "vector": [1.0, float(n), 0.5, -1.0]} for n in range(3)]
+        written = client.post("/v1/collections/monitored/items", json={"items": items})
+        assert written.status_code == 200, written.text
+        deleted = client.post("/v1/collections/monitored/items/delete", json={"ids": ["i0"]})
+        assert deleted.status_code == 200, deleted.text
+        compacted = client.post("/v1/collections/monitored/compact")
+        assert compacted.status_code == 200, compacted.text
+
+
 def exported_metric_names(exposition: str) -> tuple[set[str], set[str]]:
     """(every series name a query may use, the names with at least one sample) of a ``/metrics``
     text. A counter family ``x`` (``# TYPE x_total counter``) is queried as ``x_total``, a

@@ -38,6 +38,7 @@ from tests.deploy.monitoring import (
     LivePrometheus,
     alert_rules,
     drive_traffic,
+    drive_writes,
     label_values_query,
     live_config,
     live_metric_names,
@@ -253,9 +254,15 @@ def stack(
     tools = require_tools("prometheus")
     root = tmp_path_factory.mktemp("grafana-stack")
     variants_root, bundles_root = scenes_roots
-    service = start_service(variants_root, bundles_root, root / "service.log")
+    service = start_service(
+        variants_root,
+        bundles_root,
+        root / "service.log",
+        {"CRISSCROSS_COLLECTIONS_DIR": str(root / "collections")},
+    )
     try:
         drive_traffic(service)
+        drive_writes(service)
         declared, sampled = live_metric_names(service)
         prometheus = start_prometheus(
             tools["prometheus"], live_config(service, []), root / "prometheus"
