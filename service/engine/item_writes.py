@@ -24,6 +24,7 @@ from service.engine.filter_grammar import Filter
 from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload
 from service.engine.live_collections import LiveEntry
+from service.engine.live_queries import live_variant
 from service.engine.live_search import kept_mask
 from service.engine.query import PageRequest
 from service.engine.searcher import Searcher
@@ -110,14 +111,14 @@ async def upsert_of(
     texts = [(p, item) for p, item in enumerate(items) if item.text is not None]
     images = [(p, item) for p, item in enumerate(items) if item.image is not None]
     if texts:
-        variant = searcher.live_variant(catalog, entry, "text", f"{texts[0][1].where}.text")
+        variant = live_variant(catalog, entry, "text", f"{texts[0][1].where}.text")
         rows = await searcher.embed_texts(context, variant, [item.text or "" for _, item in texts])
         for (position, item), row in zip(texts, rows, strict=True):
             if not np.isfinite(row).all():
                 raise InvalidQueryError(f"{item.where}.text: the text has no finite embedding")
             vectors[position] = row
     if images:
-        variant = searcher.live_variant(catalog, entry, "image", f"{images[0][1].where}.image")
+        variant = live_variant(catalog, entry, "image", f"{images[0][1].where}.image")
         payloads = [ImagePayload(f"{item.where}.image", item.image or "") for _, item in images]
         rows = await searcher.embed_images(context, variant, payloads)
         for (position, _), row in zip(images, rows, strict=True):

@@ -31,7 +31,7 @@ ranking there: the fetch loop stops and the page holds what was found.
 
 faiss answers a non-finite query with garbage rows rather than an error; every vector that
 reaches :func:`nearest` has been checked where it was made (encoder rows by the batcher, a
-client's vector by :func:`service.engine.searcher.normalised_query_vector`, stored vectors when
+client's vector by :func:`service.engine.query.normalised_query_vector`, stored vectors when
 their bundle was written and hashed).
 """
 

@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from encoders.variant import Tower
 from service.engine.filter_grammar import Filter
 from service.engine.images import ImagePayload
 from service.engine.search_params import SearchOverride
+from service.exceptions import InvalidQueryError
 
 
 @dataclass(frozen=True)
@@ -103,3 +106,27 @@ class SearchQuery:
         """Where the side is in the request, for its errors (``searches.3.query.text``)."""
         prefix = f"{self.where}." if self.where else ""
         return where_of(self.side, f"{prefix}query.item")
+
+
+def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np.ndarray:
+    """A client's own embedding (finite numbers: the HTTP schema refuses others) as a float32
+    ``[dim]`` unit vector.
+
+    Raises :class:`InvalidQueryError` when it has not exactly ``dim`` numbers or has zero norm
+    (nothing to compare by angle). The norm is taken after scaling by the largest magnitude, so
+    huge (1e300) or tiny (1e-320) values neither overflow nor underflow. (The service checks the
+    length against the variant it reached first: :meth:`Searcher._given_vector`.)
+    """
+    if len(values) != dim:
+        raise InvalidQueryError(
+            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}"
+        )
+    vector = np.asarray(values, dtype=np.float64)
+    scale = float(np.abs(vector).max(initial=0.0))
+    if not np.isfinite(scale):
+        raise InvalidQueryError(f"{where}: every number must be finite")
+    if scale == 0.0:
+        raise InvalidQueryError(f"{where}: the vector has zero norm; it has no direction")
+    scaled = vector / scale
+    unit: np.ndarray = (scaled / np.linalg.norm(scaled)).astype(np.float32)
+    return unit

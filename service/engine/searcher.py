@@ -35,7 +35,7 @@ from service.engine.catalog import Catalog, ServedCollection, ServedVariant
 from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload, decode_payload, payload_bytes
 from service.engine.live_collections import LiveCollections, LiveEntry
-from service.engine.live_search import live_page
+from service.engine.live_queries import search_live, stored_live_vector
 from service.engine.pages import PageSearch, SearchPage
 from service.engine.query import (
     ImageSide,
@@ -45,6 +45,7 @@ from service.engine.query import (
     SearchQuery,
     TextSide,
     VectorSide,
+    normalised_query_vector,
     tower_of,
     where_of,
 )
@@ -56,10 +57,7 @@ from service.exceptions import (
     InvalidQueryError,
     NotFoundError,
     OverloadedError,
-    SearchParamNotApplicableError,
     ShuttingDownError,
-    TowerMissingError,
-    VariantMismatchError,
     quoted,
 )
 from service.metrics import ServiceMetrics
@@ -82,30 +80,6 @@ def _can_answer(catalog: Catalog, need: QuerySide | Tower, variant: ServedVarian
     except DomainError:
         return False
     return need.item_id in served.collection.row_of
-
-
-def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np.ndarray:
-    """A client's own embedding (finite numbers: the HTTP schema refuses others) as a float32
-    ``[dim]`` unit vector.
-
-    Raises :class:`InvalidQueryError` when it has not exactly ``dim`` numbers or has zero norm
-    (nothing to compare by angle). The norm is taken after scaling by the largest magnitude, so
-    huge (1e300) or tiny (1e-320) values neither overflow nor underflow. (The service checks the
-    length against the variant it reached first: :meth:`Searcher._given_vector`.)
-    """
-    if len(values) != dim:
-        raise InvalidQueryError(
-            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}"
-        )
-    vector = np.asarray(values, dtype=np.float64)
-    scale = float(np.abs(vector).max(initial=0.0))
-    if not np.isfinite(scale):
-        raise InvalidQueryError(f"{where}: every number must be finite")
-    if scale == 0.0:
-        raise InvalidQueryError(f"{where}: the vector has zero norm; it has no direction")
-    scaled = vector / scale
-    unit: np.ndarray = (scaled / np.linalg.norm(scaled)).astype(np.float32)
-    return unit
 
 
 @dataclass(frozen=True)
@@ -368,101 +342,10 @@ class Searcher:
     async def _search_live(
         self, context: RequestContext, catalog: Catalog, entry: LiveEntry, query: SearchQuery
     ) -> Answer:
-        """:meth:`search` of a live collection: its filter and parameters checked, the side's
-        vector made (embedded by the collection's variant, a client's vector of its dimension,
-        or a stored item of it), then an exact search of the collection as it stands now."""
-        collection = entry.collection
-        spec, page = collection.spec, query.page
-        if query.variant is not None and query.variant != spec.variant:
-            embedded = f"variant {spec.variant!r}" if spec.variant else "client vectors"
-            raise VariantMismatchError(
-                f"variant: live collection {quoted(spec.name)} holds {embedded}, not "
-                f"{query.variant!r}: leave 'variant' out"
-            )
-        if page.filter is not None:
-            check_filter(page.filter, entry.fields, page.where)
-        override = page.override
-        if override is not None and (override.nprobe is not None or override.ef_search is not None):
-            raise SearchParamNotApplicableError(
-                f"{page.params_where}: live collection {quoted(spec.name)} is searched exactly; "
-                "nprobe and ef_search do not apply"
-            )
-        vector = await self.live_vector(context, catalog, entry, query.side, query.side_where)
-        started = time.perf_counter()
-        view = collection.view()
-        try:
-            found = await run_in_threadpool(live_page, view, spec.name, vector, page)
-        finally:
-            seconds = time.perf_counter() - started
-            context.add_search_ms(seconds * 1000.0)
-            self._metrics.search_seconds.labels(spec.variant or "", spec.name).observe(seconds)
-        return Answer(spec.name, spec.variant, spec.name, f"live@{view.seq}", found)
-
-    async def live_vector(
-        self,
-        context: RequestContext,
-        catalog: Catalog,
-        entry: LiveEntry,
-        side: QuerySide,
-        where: str,
-    ) -> np.ndarray:
-        """The unit vector of a query side against a live collection: a text or an image
-        embedded by the collection's variant (:class:`TowerMissingError` for a collection of
-        client vectors, or a variant without the tower), a client's vector of the collection's
-        dimension (:class:`DimensionMismatchError` otherwise), or a stored item of the same
-        collection (:class:`NotFoundError` for another collection or an unknown id)."""
+        """:meth:`search` of a live collection (:func:`service.engine.live_queries.search_live`)."""
+        seq, page = await search_live(self, self._metrics, context, catalog, entry, query)
         spec = entry.collection.spec
-        if isinstance(side, VectorSide):
-            if len(side.values) != spec.dim:
-                raise DimensionMismatchError(
-                    f"{side.where}: {len(side.values)} numbers, but live collection "
-                    f"{quoted(spec.name)} has dimension {spec.dim}"
-                )
-            return normalised_query_vector(side.values, spec.dim, side.where)
-        if isinstance(side, ItemSide):
-            if side.collection != spec.name:
-                raise NotFoundError(
-                    f"{where}: a search of live collection {quoted(spec.name)} takes items of "
-                    f"that collection, not of {quoted(side.collection)}"
-                )
-            view = entry.collection.view()
-            row = view.row_of(side.item_id)
-            if row is None:
-                raise NotFoundError(
-                    f"unknown item {quoted(side.item_id)} in collection {quoted(spec.name)}"
-                )
-            stored: np.ndarray = view.vectors[row].copy()
-            return stored
-        tower = tower_of(side)
-        assert tower is not None
-        variant = self.live_variant(catalog, entry, tower, where)
-        if isinstance(side, TextSide):
-            rows = await self.embed_texts(context, variant, [side.text])
-        else:
-            assert isinstance(side, ImageSide)
-            rows = await self.embed_images(context, variant, [side.payload])
-        embedded: np.ndarray = rows[0]
-        return embedded
-
-    @staticmethod
-    def live_variant(catalog: Catalog, entry: LiveEntry, tower: Tower, where: str) -> ServedVariant:
-        """The served variant that embeds a live collection's ``tower`` inputs;
-        :class:`TowerMissingError` for a collection of client vectors or a variant without
-        the tower, :class:`NotFoundError` when its variant is not served."""
-        spec = entry.collection.spec
-        if spec.variant is None:
-            raise TowerMissingError(
-                f"{where}: live collection {quoted(spec.name)} holds client vectors (no variant "
-                "embeds it): send a vector or an item"
-            )
-        variant = catalog.variant_named(spec.variant)
-        if variant is None:
-            raise NotFoundError(
-                f"{where}: the variant {spec.variant!r} of live collection {quoted(spec.name)} is "
-                "not served"
-            )
-        catalog.require_tower(variant, tower, where)
-        return variant
+        return Answer(spec.name, spec.variant, spec.name, f"live@{seq}", page)
 
     # -- score and embed --------------------------------------------------------------------------
 
@@ -554,16 +437,9 @@ class Searcher:
         if isinstance(side, ItemSide):
             live = self.live_entry(side.collection)
             if live is not None and live.collection.spec.variant == variant.name:
-                view = live.collection.view()
-                row = view.row_of(side.item_id)
-                if row is None:
-                    raise NotFoundError(
-                        f"unknown item {quoted(side.item_id)} in collection "
-                        f"{quoted(side.collection)}"
-                    )
+                seq, stored = stored_live_vector(live, side.item_id)
                 if versions is not None:
-                    versions.add(f"live@{view.seq}")
-                stored: np.ndarray = view.vectors[row].copy()
+                    versions.add(f"live@{seq}")
                 return stored
             served = catalog.collection(variant, side.collection)
             if versions is not None:

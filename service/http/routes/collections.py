@@ -5,6 +5,8 @@ seen by every search after it (:mod:`service.engine.write_path`)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from fastapi import APIRouter, Depends, Response
 
 from service.engine.item_writes import (
@@ -278,11 +280,4 @@ async def compact_collection(name: CollectionName, state: StateDep) -> CompactRe
     Searches give the same answers before and after. Needs an admin key when keys are
     configured. The service also compacts by itself (compact_dead_fraction)."""
     done = await _live(state).require(name).writer.compact()
-    return CompactResponse(
-        seq=done.seq,
-        rows_before=done.rows_before,
-        rows_after=done.rows_after,
-        log_bytes_before=done.log_bytes_before,
-        log_bytes_after=done.log_bytes_after,
-        seconds=done.seconds,
-    )
+    return CompactResponse(**dataclasses.asdict(done))

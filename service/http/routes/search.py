@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
 from service.engine.images import ImagePayload, refuse_oversized_file
+from service.engine.live_queries import live_variant
 from service.engine.query import ImageSide, SearchQuery
 from service.engine.searcher import Answer
 from service.exceptions import DomainError, ImageRefusedError, quoted
@@ -251,7 +252,7 @@ async def search_upload(
                 catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
             )
         else:
-            state.searcher.live_variant(catalog, live, "image", UPLOAD_FILE_FIELD)
+            live_variant(catalog, live, "image", UPLOAD_FILE_FIELD)
         try:
             refuse_oversized_file(UPLOAD_FILE_FIELD, upload.size or 0, settings)
         except ImageRefusedError as error:

@@ -27,8 +27,9 @@ from service.engine.query import (
     SearchQuery,
     TextSide,
     VectorSide,
+    normalised_query_vector,
 )
-from service.engine.searcher import Searcher, normalised_query_vector
+from service.engine.searcher import Searcher
 from service.exceptions import ImageRefusedError, InvalidQueryError, NotFoundError
 from service.lifecycle.loading import load_catalog
 from service.metrics import ServiceMetrics
