@@ -108,6 +108,10 @@ class CollectionLimitError(DomainError):
     """Creating one more live collection would pass ``max_collections``."""
 
 
+class CollectionEmptyError(DomainError):
+    """The live collection holds no item, and the operation needs one (a snapshot)."""
+
+
 class WritesUnavailableError(DomainError):
     """This server takes no writes: no ``collections_dir``, or a process layout where a log
     could not have one owner; the message says which."""

@@ -305,7 +305,7 @@ class ServiceMetrics:
         )
         self.compactions = Counter(
             "crisscross_compactions",
-            "Compactions of live collections (log rewritten as one checkpoint), by trigger "
+            "Compactions of live collections (live items written as a new base bundle), by trigger "
             "(request, threshold) and outcome (ok, failed).",
             ["trigger", "outcome"],
             registry=self.registry,

@@ -324,9 +324,11 @@ class CrisscrossClient:
             await asyncio.sleep(interval_s)
 
     async def collections(self) -> list[JsonObject]:
-        """``GET /v1/collections``: one object per loaded collection (name, count, ...)."""
+        """``GET /v1/collections``: one object per searchable collection (name, count, ...):
+        the bundles' collections, then the live ones (marked ``"live": true``)."""
         body = await self.request_json("GET", "/v1/collections")
-        return list(body.get("collections", []))
+        live = [{**entry, "live": True} for entry in body.get("live", [])]
+        return [*body.get("collections", []), *live]
 
     async def variants(self) -> list[JsonObject]:
         """``GET /v1/variants``: one object per loaded encoder variant."""

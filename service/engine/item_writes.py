@@ -219,7 +219,7 @@ def patch_plan(entry: LiveEntry, item_id: str, metadata: Mapping[str, Any], merg
         merged.update(coerced_metadata(fields, metadata, "metadata"))
         return Upsert(
             ids=(item_id,),
-            vectors=view.vectors[row : row + 1].copy(),
+            vectors=view.vectors_of(np.array([row], dtype=np.int64)),
             metadata=(merged,),
             texts=(view.text(row),),
         )

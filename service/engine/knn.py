@@ -172,7 +172,7 @@ def nearest(
         return []
     index, search_params = collection.index, None
     if not params.exact and (keep is not None or params.overridden):
-        index, search_params = _restricted(collection.index, keep, params)
+        index, search_params = restricted_index(collection.index, keep, params)
     # Rows beyond the cut show whether the last kept score ties with an unfetched row.
     fetch = min(selectable, wanted + 1 + _extra_fetch(collection, params))
     while True:
@@ -224,7 +224,7 @@ def nearest_many(
     if fetch <= 0:
         return [[] for _ in pages]
     if params.overridden and not params.exact:
-        index, search_params = _restricted(collection.index, None, params)
+        index, search_params = restricted_index(collection.index, None, params)
         scores, rows = index.search(matrix, fetch, params=search_params)
     else:
         scores, rows = _candidates(served, matrix, fetch, exact=params.exact)
@@ -344,7 +344,7 @@ def kept_rows(
     return None if bool(keep.all()) else keep
 
 
-def _restricted(index: Any, keep: Mask | None, params: EffectiveParams) -> tuple[Any, Any]:
+def restricted_index(index: Any, keep: Mask | None, params: EffectiveParams) -> tuple[Any, Any]:
     """The index to search with a selector of the ``keep`` rows (None: every row) and the
     search ``params``, and faiss's per-search parameters saying so.
 

@@ -15,16 +15,19 @@ from pathlib import Path
 from service.engine.live_search import LiveFields
 from service.engine.write_path import CollectionWriter
 from service.exceptions import (
+    CollectionEmptyError,
     CollectionExistsError,
     CollectionLimitError,
     NotFoundError,
+    WriteFailedError,
     WritesUnavailableError,
     quoted,
 )
 from service.metrics import ServiceMetrics
 from service.settings import Settings
 from storage.live import collection as collection_files
-from storage.live.collection import CollectionSpec, LiveCollection
+from storage.live.base import BaseError
+from storage.live.collection import SNAPSHOTS_FOLDER, CollectionSpec, LiveCollection, Snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +91,7 @@ class LiveCollections:
             retry_after_s=settings.write_retry_after_s,
             compact_dead_fraction=settings.compact_dead_fraction,
             compact_min_rows=settings.compact_min_rows,
+            compact_own_rows=settings.compact_own_rows,
         )
         entry = LiveEntry(writer, LiveFields.of(collection.name, collection.spec.fields))
         self._entries[collection.name] = entry
@@ -129,9 +133,42 @@ class LiveCollections:
         """The open collections, by name."""
         return [self._entries[name] for name in sorted(self._entries)]
 
-    async def create(self, spec: CollectionSpec, taken: set[str]) -> LiveEntry:
-        """Create and open collection ``spec``; ``taken`` are the names the catalog serves.
-        Raises :class:`CollectionExistsError`, :class:`CollectionLimitError`,
+    @property
+    def snapshots_root(self) -> Path:
+        """Where snapshots are written: ``<collections_dir>/.snapshots/<name>/<version>``."""
+        root = self.root
+        if root is None:
+            raise WritesUnavailableError(self._unavailable or "no live collections")
+        return root / SNAPSHOTS_FOLDER
+
+    def snapshot_path(self, collection: str, version: str) -> Path:
+        """The folder of snapshot ``version`` of ``collection``; :class:`NotFoundError` when
+        there is none."""
+        self.require_writable()
+        path = self.snapshots_root / collection / version
+        if not (path / "manifest.json").is_file():
+            raise NotFoundError(f"no snapshot {quoted(version)} of collection {quoted(collection)}")
+        return path
+
+    async def snapshot(self, name: str) -> Snapshot:
+        """Write a snapshot of collection ``name`` (see :meth:`snapshot_path`);
+        :class:`CollectionEmptyError` when it holds no item."""
+        entry = self.require(name)
+        if entry.collection.view().count == 0:
+            raise CollectionEmptyError(
+                f"live collection {quoted(name)} holds no item: nothing to snapshot"
+            )
+        try:
+            return await entry.writer.snapshot(self.snapshots_root)
+        except BaseError as exc:
+            raise WriteFailedError(str(exc), self._settings.write_retry_after_s) from None
+
+    async def create(
+        self, spec: CollectionSpec, taken: set[str], base_from: Path | None = None
+    ) -> LiveEntry:
+        """Create and open collection ``spec``, starting from the snapshot in ``base_from``
+        (None: empty); ``taken`` are the names the catalog serves. Raises
+        :class:`CollectionExistsError`, :class:`CollectionLimitError`,
         :class:`WritesUnavailableError`."""
         self.require_writable()
         root = self.root
@@ -147,7 +184,7 @@ class LiveCollections:
 
             def make() -> LiveCollection:
                 try:
-                    folder = collection_files.create_collection(root, spec)
+                    folder = collection_files.create_collection(root, spec, base_from)
                 except collection_files.CollectionExistsError as exc:
                     raise CollectionExistsError(str(exc)) from None
                 return LiveCollection.open(folder)

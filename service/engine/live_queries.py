@@ -65,7 +65,7 @@ def stored_live_vector(entry: LiveEntry, item_id: str) -> tuple[int, np.ndarray]
         raise NotFoundError(
             f"unknown item {quoted(item_id)} in collection {quoted(entry.collection.name)}"
         )
-    return view.seq, view.vectors[row].copy()
+    return view.seq, view.vector(row)
 
 
 async def search_live(

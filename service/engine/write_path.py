@@ -19,10 +19,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from service.exceptions import DomainError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
-from storage.live.collection import Compaction, LiveCollection
+from storage.live.base import BaseError
+from storage.live.collection import Compaction, LiveCollection, Snapshot
 from storage.live.log import LogError
 from storage.live.operations import Operation
 from storage.live.segment import SegmentView
@@ -59,6 +61,7 @@ class CollectionWriter:
         retry_after_s: int,
         compact_dead_fraction: float = 1.0,
         compact_min_rows: int = 1 << 62,
+        compact_own_rows: int = 1 << 62,
     ) -> None:
         self.collection = collection
         self._metrics = metrics
@@ -66,6 +69,7 @@ class CollectionWriter:
         self._retry_after_s = retry_after_s
         self._compact_dead_fraction = compact_dead_fraction
         self._compact_min_rows = compact_min_rows
+        self._compact_own_rows = compact_own_rows
         self._pending: list[_Pending] = []
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"writer-{collection.name}")
         self._flushing: asyncio.Task[None] | None = None
@@ -114,7 +118,11 @@ class CollectionWriter:
     def _due_for_compaction(self) -> bool:
         collection = self.collection
         rows = collection.rows
-        if rows < self._compact_min_rows or collection.failed is not None:
+        if collection.failed is not None:
+            return False
+        if collection.own_rows >= self._compact_own_rows:
+            return True
+        if rows < self._compact_min_rows:
             return False
         dead = rows - collection.view().count
         return dead / rows >= self._compact_dead_fraction
@@ -137,6 +145,13 @@ class CollectionWriter:
         except LogError as error:
             self._metrics.compactions.labels(trigger, "failed").inc()
             raise self._failed(error) from None
+        except BaseError as error:
+            self._metrics.compactions.labels(trigger, "failed").inc()
+            raise WriteFailedError(
+                f"collection {self.collection.name!r} cannot write its new base ({error}); "
+                "nothing changed and it goes on taking writes",
+                self._retry_after_s,
+            ) from None
         self._metrics.compactions.labels(trigger, "ok").inc()
         self._metrics.compaction_seconds.observe(done.seconds)
         collection = self.collection
@@ -144,6 +159,12 @@ class CollectionWriter:
             collection.name, collection.view().count, collection.rows, collection.log_bytes
         )
         return done
+
+    async def snapshot(self, root: Path) -> Snapshot:
+        """Write the collection as readers see it now as a bundle version under ``root``
+        (:meth:`storage.live.collection.LiveCollection.snapshot`), off the writer's thread:
+        writes go on meanwhile. Raises :class:`BaseError` when it cannot be written."""
+        return await asyncio.to_thread(self.collection.snapshot, root)
 
     def _commit(self, group: list[_Pending]) -> list[WriteResult | BaseException]:
         """Blocking (the writer's thread): stage every plan in order, then one log append."""

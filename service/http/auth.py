@@ -121,9 +121,9 @@ def foreign_authorization(headers: Headers) -> bool:
 
 def required_role(path: str, method: str = "GET") -> Role | None:
     """The role a request needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
-    ``manage`` to create, drop or compact a live collection, ``write`` for the writes of one (every
-    POST or PATCH under ``/v1/collections/`` but ``items/get``), ``read`` for every other path
-    (unknown ones included)."""
+    ``manage`` to create, drop, compact or snapshot a live collection, ``write`` for the writes
+    of one (every POST or PATCH under ``/v1/collections/`` but ``items/get``), ``read`` for
+    every other path (unknown ones included)."""
     if path in OPEN_PATHS or path.startswith(PAGE_ASSETS_PREFIX):
         return None
     if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
@@ -133,7 +133,7 @@ def required_role(path: str, method: str = "GET") -> Role | None:
     if (
         (path == COLLECTIONS_PATH and method == "POST")
         or (under and method == "DELETE")
-        or (under and method == "POST" and path.endswith("/compact"))
+        or (under and method == "POST" and path.endswith(("/compact", "/snapshots")))
     ):
         return "manage"
     if (

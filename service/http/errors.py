@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, Response
 from service.exceptions import (
     AmbiguousNameError,
     BundleRejectedError,
+    CollectionEmptyError,
     CollectionExistsError,
     CollectionLimitError,
     DimensionMismatchError,
@@ -68,6 +69,7 @@ class ErrorCode(StrEnum):
     BUNDLE_REJECTED = "bundle_rejected"
     COLLECTION_EXISTS = "collection_exists"
     COLLECTION_LIMIT = "collection_limit"
+    COLLECTION_EMPTY = "collection_empty"
     WRITES_UNAVAILABLE = "writes_unavailable"
     WRITE_FAILED = "write_failed"
     OVERLOADED = "overloaded"
@@ -95,6 +97,7 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.BUNDLE_REJECTED: 409,
     ErrorCode.COLLECTION_EXISTS: 409,
     ErrorCode.COLLECTION_LIMIT: 409,
+    ErrorCode.COLLECTION_EMPTY: 409,
     ErrorCode.WRITES_UNAVAILABLE: 409,
     ErrorCode.WRITE_FAILED: 503,
     ErrorCode.OVERLOADED: 503,
@@ -118,6 +121,7 @@ CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
     CollectionExistsError: ErrorCode.COLLECTION_EXISTS,
     CollectionLimitError: ErrorCode.COLLECTION_LIMIT,
+    CollectionEmptyError: ErrorCode.COLLECTION_EMPTY,
     WritesUnavailableError: ErrorCode.WRITES_UNAVAILABLE,
     WriteFailedError: ErrorCode.WRITE_FAILED,
 }

@@ -84,16 +84,25 @@ class WriteSettings(BaseModel):
         gt=0.0,
         le=1.0,
         description=(
-            "A collection is compacted in the background (its log rewritten as one checkpoint "
-            "of its live items) once this share of its segment's rows are replaced or deleted "
-            "versions, and it has at least compact_min_rows rows; writes wait for it. POST "
-            "/v1/collections/{name}/compact compacts at once."
+            "A collection is compacted in the background (its live items written as a new "
+            "base bundle with its faiss index, its log emptied) once this share of its rows "
+            "are replaced or deleted versions, and it has at least compact_min_rows rows; "
+            "writes wait for it. POST /v1/collections/{name}/compact compacts at once."
         ),
     )
     compact_min_rows: int = Field(
         default=10_000,
         ge=1,
-        description="Rows a collection's segment must hold before it is compacted by itself.",
+        description="Rows a collection must hold before compact_dead_fraction compacts it.",
+    )
+    compact_own_rows: int = Field(
+        default=100_000,
+        ge=1,
+        description=(
+            "A collection is also compacted in the background once this many rows were "
+            "written since its base (they are held in memory and searched exactly until "
+            "then; the base is memory-mapped and searched through its index)."
+        ),
     )
     write_retry_after_s: int = Field(
         default=1,

@@ -1,9 +1,11 @@
-"""A live collection on disk: a folder holding its spec and its write-ahead log, replayed into
-a mutable segment when it opens.
+"""A live collection on disk: a folder holding its spec, its base segment and its write-ahead
+log, replayed into a mutable segment when it opens.
 
 ``<root>/<name>/collection.json`` says what the collection is (dimension, typed fields, the
-variant that embeds its texts and images, if any); ``<root>/<name>/log.wal`` holds every
-operation since it was created (:mod:`storage.live.log`). A collection is created by writing
+variant that embeds its texts and images, if any); ``<root>/<name>/base.json`` names the base
+segment — a bundle version under ``base/`` holding every item alive at one sequence number
+(:mod:`storage.live.base`), none before the first compaction; ``<root>/<name>/log.wal`` holds
+every operation after it (:mod:`storage.live.log`). A collection is created by writing
 its folder under a staging name, fsyncing it and renaming it into place, and dropped by
 renaming it out of the way before it is removed: a crash leaves it whole or absent. One process
 owns a collection while it is open.
@@ -31,6 +33,18 @@ import numpy as np
 
 from formats.field_types import FieldType, field_name_problem
 from storage.durability import fsync_path
+from storage.live.base import (
+    BASE_FOLDER,
+    BaseError,
+    BaseSegment,
+    IndexPlan,
+    ItemRows,
+    load_base,
+    publish_base,
+    read_base_pointer,
+    remove_unpublished,
+    write_items_bundle,
+)
 from storage.live.log import LogError, LogRecord, Recovery, WriteAheadLog
 from storage.live.operations import Checkpoint, Operation, decode, encode
 from storage.live.segment import MutableSegment, SegmentView
@@ -39,6 +53,8 @@ SPEC_FILE: Final = "collection.json"
 LOG_FILE: Final = "log.wal"
 NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """A collection's name: a letter or digit, then up to 63 letters, digits, ``_``, ``.``, ``-``."""
+SNAPSHOTS_FOLDER: Final = ".snapshots"
+"""Under the collections' folder, the bundles that snapshots write (one per collection)."""
 _STAGING: Final = ".staging-"
 _DROPPED: Final = ".dropped-"
 
@@ -62,6 +78,8 @@ class CollectionSpec:
     variant: str | None = None
     variant_fingerprint: str | None = None
     created: str = ""
+    index: str = "Flat"
+    """The faiss factory of the base's index (compaction builds it; IVF ones are tuned)."""
 
     def __post_init__(self) -> None:
         if not NAME_PATTERN.match(self.name):
@@ -84,6 +102,7 @@ class CollectionSpec:
             "variant": self.variant,
             "variant_fingerprint": self.variant_fingerprint,
             "created": self.created,
+            "index": self.index,
         }
         return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
@@ -99,6 +118,7 @@ class CollectionSpec:
                 variant=document.get("variant"),
                 variant_fingerprint=document.get("variant_fingerprint"),
                 created=str(document.get("created", "")),
+                index=str(document.get("index", "Flat")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             if isinstance(exc, CollectionSpecError):
@@ -119,9 +139,11 @@ def collection_names(root: Path) -> list[str]:
     return names
 
 
-def create_collection(root: Path, spec: CollectionSpec) -> Path:
+def create_collection(root: Path, spec: CollectionSpec, base_from: Path | None = None) -> Path:
     """Write the folder of a new collection under ``root`` atomically and durably; raises
-    :class:`CollectionExistsError` when ``spec.name`` is taken."""
+    :class:`CollectionExistsError` when ``spec.name`` is taken. ``base_from`` (a snapshot's or
+    a base's bundle version folder, verified by the caller) becomes its base: its files are
+    linked (copied across file systems) into the new folder, and the log starts empty."""
     root.mkdir(parents=True, exist_ok=True)
     target = root / spec.name
     if target.exists():
@@ -134,6 +156,8 @@ def create_collection(root: Path, spec: CollectionSpec) -> Path:
         fsync_path(spec_path)
         (staging / LOG_FILE).touch()
         fsync_path(staging / LOG_FILE)
+        if base_from is not None:
+            _link_base(base_from, staging)
         fsync_path(staging)
         if target.exists():
             raise CollectionExistsError(f"collection {spec.name!r} exists")
@@ -143,6 +167,21 @@ def create_collection(root: Path, spec: CollectionSpec) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target
+
+
+def _link_base(version_dir: Path, folder: Path) -> None:
+    base_dir = folder / BASE_FOLDER
+    target = base_dir / version_dir.name
+    target.mkdir(parents=True)
+    for source in sorted(version_dir.iterdir()):
+        try:
+            (target / source.name).hardlink_to(source)
+        except OSError:
+            shutil.copyfile(source, target / source.name)
+            fsync_path(target / source.name)
+    fsync_path(target)
+    fsync_path(base_dir)
+    publish_base(folder, version_dir.name, 0)
 
 
 def drop_collection(root: Path, name: str) -> None:
@@ -162,7 +201,8 @@ def now_text() -> str:
 class LiveCollection:
     """An open live collection: its spec, its log and its segment (see the module docstring).
 
-    One thread at a time may stage and commit; any thread may read :meth:`view`."""
+    One thread at a time may stage, commit and compact; any thread may read :meth:`view` and
+    take a :meth:`snapshot`."""
 
     def __init__(
         self,
@@ -183,19 +223,23 @@ class LiveCollection:
 
     @classmethod
     def open(cls, folder: Path) -> LiveCollection:
-        """Open the collection in ``folder``: read its spec, recover its log (a torn tail is cut
-        off) and replay every record into a new segment."""
+        """Open the collection in ``folder``: read its spec, load its base (verifying its
+        hashes; a version the pointer does not name is removed), recover its log (a torn tail
+        is cut off) and replay every record after the base into a new segment."""
         spec = CollectionSpec.from_json((folder / SPEC_FILE).read_text(encoding="utf-8"))
-        log, records, recovery = WriteAheadLog.open(folder / LOG_FILE)
+        version, base_seq = read_base_pointer(folder)
+        remove_unpublished(folder, version)
+        base = None if version is None else load_base(folder, version, base_seq, spec.dim)
+        log, records, recovery = WriteAheadLog.open(folder / LOG_FILE, after=base_seq)
         try:
             operations = [decode(record.payload) for record in records]
             first = operations[0] if operations else None
-            if records and records[0].seq != 1 and not isinstance(first, Checkpoint):
+            if records and records[0].seq != base_seq + 1 and not isinstance(first, Checkpoint):
                 raise ValueError(
-                    f"the log starts at sequence {records[0].seq} without a checkpoint"
+                    f"the log goes on at sequence {records[0].seq}, the base holds up to {base_seq}"
                 )
             capacity = len(first.ids) if isinstance(first, Checkpoint) else 0
-            segment = MutableSegment(spec.dim, spec.fields, capacity=max(1024, capacity))
+            segment = MutableSegment(spec.dim, spec.fields, capacity=max(1024, capacity), base=base)
             for record, operation in zip(records, operations, strict=True):
                 segment.apply(record.seq, operation)
         except ValueError as exc:
@@ -220,8 +264,18 @@ class LiveCollection:
 
     @property
     def rows(self) -> int:
-        """Rows in the segment, every version counted (memory grows with it)."""
+        """Rows of the base and the segment, every version counted."""
         return self._segment.rows
+
+    @property
+    def own_rows(self) -> int:
+        """Rows written since the base (every version counted): what memory grows with."""
+        return self._segment.rows - (0 if self._segment.base is None else self._segment.base.count)
+
+    @property
+    def base(self) -> BaseSegment | None:
+        """The base segment (None before the first compaction)."""
+        return self._segment.base
 
     @property
     def failed(self) -> str | None:
@@ -262,36 +316,103 @@ class LiveCollection:
             self._visible = staged[-1].seq
         return self._visible
 
-    def compact(self) -> Compaction:
-        """Rewrite the log as one checkpoint of the items alive now (in row order, so the tie
-        rule orders them as before) and start a segment that holds them alone: replaced
-        versions and deleted items leave memory and disk. Call it with nothing staged (the
-        writer's thread, between groups). Atomic and durable
-        (:meth:`storage.live.log.WriteAheadLog.replace_with`); readers holding an older view
-        finish on it. Raises :class:`LogError` when the rewrite fails (the old log stays)."""
+    def compact(self, plan: IndexPlan | None = None) -> Compaction:
+        """Write the items alive now, in row order (so the tie rule orders them as before), as
+        a new base — a bundle version with a faiss index of the spec's factory, tuned when it is
+        approximate — publish it, serve it, then empty the log: replaced versions and deleted
+        items leave memory and disk, and nothing is embedded again. Call it with nothing staged
+        (the writer's thread, between groups).
+
+        Each step is atomic and durable, and a crash between two leaves a collection that opens
+        to the same items: after the bundle is written and before it is published, the old
+        base and the whole log (the new version is removed at the next open); after the
+        publication, the new base and a log whose records up to its sequence number are
+        skipped. Readers holding an older view finish on it. Raises :class:`LogError` when the
+        log cannot be rewritten (the collection then takes no more writes) and
+        :class:`BaseError` when the base cannot be written (nothing changed)."""
         if self._staged:
             raise RuntimeError("compact() with writes staged")
         started = time.perf_counter()
         before_rows, before_bytes = self._segment.rows, self._log.size_bytes
         view = self.view()
+        seq = view.seq
         rows = view.live_rows()
-        checkpoint = Checkpoint(
-            ids=tuple(view.item_id(int(row)) for row in rows),
-            vectors=np.ascontiguousarray(view.vectors[rows]),
-            metadata=tuple(view.metadata(int(row)) for row in rows),
-            texts=tuple(view.text(int(row)) for row in rows),
-        )
-        segment = MutableSegment(self.spec.dim, self.spec.fields, capacity=max(1024, len(rows)))
-        seq = max(view.seq, 1)
-        segment.apply(seq, checkpoint)
-        self._log.replace_with([LogRecord(seq, encode(checkpoint))])
-        self._segment, self._view, self._visible = segment, None, seq
+        old = self._segment.base
+        version: str | None = None
+        if len(rows):
+            try:
+                written = write_items_bundle(
+                    self.folder,
+                    BASE_FOLDER,
+                    _item_rows(view, rows),
+                    fields=self.spec.fields,
+                    variant=self.spec.variant,
+                    variant_fingerprint=self.spec.variant_fingerprint,
+                    seq=seq,
+                    index=plan or IndexPlan(self.spec.index),
+                    make_current=False,
+                    source=self.name,
+                )
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise BaseError(f"{self.folder}: cannot write a base: {exc}") from exc
+            version = written.name
+        try:
+            publish_base(self.folder, version, seq)
+            base = None if version is None else load_base(self.folder, version, seq, self.spec.dim)
+        except OSError as exc:
+            raise BaseError(f"{self.folder}: cannot publish the base: {exc}") from exc
+        self._segment = MutableSegment(self.spec.dim, self.spec.fields, base=base)
+        self._view, self._visible = None, seq
+        self._log.replace_with([], after=seq)
+        remove_unpublished(self.folder, version)
         return Compaction(
             seq=seq,
             rows_before=before_rows,
-            rows_after=segment.rows,
+            rows_after=self._segment.rows,
             log_bytes_before=before_bytes,
             log_bytes_after=self._log.size_bytes,
+            seconds=time.perf_counter() - started,
+            base_version=version,
+            replaced_version=None if old is None else old.version,
+            index_factory=None if base is None else base.items.factory,
+            recall_at_10=(
+                None
+                if base is None or base.items.tuning is None
+                else base.items.tuning.recall_at_10
+            ),
+        )
+
+    def snapshot(self, root: Path) -> Snapshot:
+        """Write the items readers see now as a new version of bundle ``root/<name>`` (its
+        ``CURRENT`` pointed at it): a consistent, checksummed copy that the service, the index
+        builder or :func:`create_collection` (``base_from``) read back. Any thread; writes go
+        on meanwhile. Raises :class:`BaseError` when it cannot be written, or when the
+        collection holds no item (a bundle holds at least one)."""
+        started = time.perf_counter()
+        view = self.view()
+        rows = view.live_rows()
+        if not len(rows):
+            raise BaseError(f"collection {self.name!r} holds no item: nothing to snapshot")
+        try:
+            written = write_items_bundle(
+                root,
+                self.name,
+                _item_rows(view, rows),
+                fields=self.spec.fields,
+                variant=self.spec.variant,
+                variant_fingerprint=self.spec.variant_fingerprint,
+                seq=view.seq,
+                index=IndexPlan(self.spec.index),
+                make_current=True,
+                source=self.name,
+            )
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise BaseError(f"cannot write a snapshot of {self.name!r}: {exc}") from exc
+        return Snapshot(
+            seq=view.seq,
+            count=len(rows),
+            path=written,
+            version=written.name,
             seconds=time.perf_counter() - started,
         )
 
@@ -300,14 +421,39 @@ class LiveCollection:
         self._log.close()
 
 
+def _item_rows(view: SegmentView, rows: np.ndarray) -> ItemRows:
+    return ItemRows(
+        ids=[view.item_id(int(row)) for row in rows],
+        vectors=view.vectors_of(rows.astype(np.int64)),
+        metadata=[view.metadata(int(row)) for row in rows],
+        texts=[view.text(int(row)) for row in rows],
+    )
+
+
 @dataclass(frozen=True)
 class Compaction:
-    """What a compaction did: the sequence its checkpoint holds, segment rows and log bytes
-    before and after, and its time."""
+    """What a compaction did: the sequence its base holds, rows (every version) and log bytes
+    before and after, its time, the base version written (None: no item was alive) and the one
+    it replaced, and the base's index (its factory and, for a tuned one, its recall@10)."""
 
     seq: int
     rows_before: int
     rows_after: int
     log_bytes_before: int
     log_bytes_after: int
+    seconds: float
+    base_version: str | None = None
+    replaced_version: str | None = None
+    index_factory: str | None = None
+    recall_at_10: float | None = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A snapshot written: the sequence it holds, its items, its version folder and time."""
+
+    seq: int
+    count: int
+    path: Path
+    version: str
     seconds: float

@@ -102,11 +102,14 @@ class WriteAheadLog:
         self._failed: str | None = None
 
     @classmethod
-    def open(cls, path: Path) -> tuple[WriteAheadLog, list[LogRecord], Recovery]:
-        """Open (or create) the log at ``path``; return it, its records in order, and what
+    def open(cls, path: Path, after: int = 0) -> tuple[WriteAheadLog, list[LogRecord], Recovery]:
+        """Open (or create) the log at ``path``; return it, its records after sequence
+        ``after`` in order (those up to it are held elsewhere: a collection's base), and what
         recovery did. A damaged tail is truncated and the truncation fsynced; the folder is
         fsynced when the file is new. A rewrite that a crash interrupted (``<path>.rewrite``,
-        :meth:`replace_with`) is removed: the log it was to replace is whole."""
+        :meth:`replace_with`) is removed: the log it was to replace is whole. The next record
+        appended follows the last one in the file, or ``after`` when the file holds none after
+        it."""
         path.with_name(path.name + REWRITE_SUFFIX).unlink(missing_ok=True)
         created = not path.exists()
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -130,9 +133,10 @@ class WriteAheadLog:
         except OSError:
             os.close(fd)
             raise
-        last = records[-1].seq if records else 0
+        last = max(records[-1].seq if records else 0, after)
         recovery = Recovery(len(records), len(data) - good_end, reason)
-        return cls(path, fd, last, good_end), records, recovery
+        kept = [record for record in records if record.seq > after]
+        return cls(path, fd, last, good_end), kept, recovery
 
     @property
     def last_seq(self) -> int:
@@ -176,17 +180,18 @@ class WriteAheadLog:
         self._size += len(data)
         self._last_seq = records[-1].seq
 
-    def replace_with(self, records: Sequence[LogRecord]) -> None:
+    def replace_with(self, records: Sequence[LogRecord], after: int = 0) -> None:
         """Replace the whole log with ``records`` (consecutive; the first may have any sequence
-        number), atomically and durably: they are written to ``<path>.rewrite`` and fsynced,
-        which is renamed over the log, and the folder fsynced. A crash before the rename leaves
+        number; none: the next record appended follows ``after``), atomically and durably: they
+        are written to ``<path>.rewrite`` and fsynced, which is renamed over the log, and the
+        folder fsynced. A crash before the rename leaves
         the old log whole; after it, the new one. Raises :class:`LogError` (the log then takes
         no more records)."""
         if self._failed is not None:
             raise LogError(f"the log stopped taking records: {self._failed}")
-        for before, after in itertools.pairwise(records):
-            if after.seq != before.seq + 1:
-                raise ValueError(f"record {after.seq} does not follow {before.seq}")
+        for before, following in itertools.pairwise(records):
+            if following.seq != before.seq + 1:
+                raise ValueError(f"record {following.seq} does not follow {before.seq}")
         staging = self.path.with_name(self.path.name + REWRITE_SUFFIX)
         data = b"".join(frame(record.seq, record.payload) for record in records)
         try:
@@ -203,8 +208,7 @@ class WriteAheadLog:
         os.close(self._fd)
         self._fd = fd
         self._size = len(data)
-        if records:
-            self._last_seq = records[-1].seq
+        self._last_seq = records[-1].seq if records else max(after, self._last_seq)
 
     def sync(self) -> None:
         """fsync what :meth:`append` wrote without syncing."""

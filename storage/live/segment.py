@@ -9,6 +9,13 @@ it is durable and publish it afterwards by raising the visible sequence alone; a
 took its view earlier keeps a consistent picture. Each row also points at the previous version
 of its id, so an id's version at ``S`` is found by walking back from the newest.
 
+A segment may start from a base (:class:`storage.live.base.BaseSegment`, what the last
+compaction wrote): rows ``0..base_rows - 1`` are the base's items, their vectors in its
+memory-mapped bundle, written by the base's sequence number; a later write that replaces or
+deletes one of them sets its ``deleted`` mark like any other row's, so the ``deleted`` array is
+the base's delete bitmap (by sequence number). Rows from ``base_rows`` on are the segment's own,
+their vectors in memory.
+
 The arrays grow by doubling; a view holds the arrays it started with, whose rows below its
 length never change except for ``deleted`` marks of sequence numbers above the view's, which
 it ignores. One thread writes (:meth:`MutableSegment.apply`); any thread reads.
@@ -25,6 +32,7 @@ import numpy.typing as npt
 
 from formats.field_types import FieldType
 from storage.columns import Column, Mask, build_columns
+from storage.live.base import BaseSegment
 from storage.live.operations import Checkpoint, Delete, Operation, Upsert
 
 NEVER: Final = np.iinfo(np.int64).max
@@ -35,6 +43,7 @@ _NO_ROW: Final = -1
 @dataclass(frozen=True)
 class _Arrays:
     vectors: npt.NDArray[np.float32]
+    """The segment's own rows' vectors (row ``base_rows + i`` at ``i``)."""
     created: npt.NDArray[np.int64]
     deleted: npt.NDArray[np.int64]
     previous: npt.NDArray[np.int64]
@@ -49,6 +58,7 @@ class SegmentView:
     rows: int
     dim: int
     fields: Mapping[str, FieldType]
+    base: BaseSegment | None
     _arrays: _Arrays
     _ids: list[str]
     _metadata: list[Mapping[str, Any]]
@@ -58,9 +68,33 @@ class SegmentView:
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def vectors(self) -> npt.NDArray[np.float32]:
-        """float32 ``[rows, dim]``: every row's vector, dead rows too (mask with :meth:`alive`)."""
-        return self._arrays.vectors[: self.rows]
+    def base_rows(self) -> int:
+        """Rows of the base (0 without one): rows ``0..base_rows - 1``."""
+        return 0 if self.base is None else self.base.count
+
+    @property
+    def own_vectors(self) -> npt.NDArray[np.float32]:
+        """float32 ``[rows - base_rows, dim]``: the vectors of the rows after the base, dead
+        rows too (mask with :meth:`alive`)."""
+        return self._arrays.vectors[: self.rows - self.base_rows]
+
+    def vector(self, row: int) -> npt.NDArray[np.float32]:
+        """A copy of row ``row``'s vector."""
+        vectors = self.vectors_of(np.array([row], dtype=np.int64))
+        one: npt.NDArray[np.float32] = vectors[0]
+        return one
+
+    def vectors_of(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """float32 ``[len(rows), dim]``: the vectors of ``rows`` (a copy), from the base or the
+        segment's own."""
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        split = self.base_rows
+        in_base = rows < split
+        if self.base is not None and in_base.any():
+            out[in_base] = self.base.items.vectors[rows[in_base]]
+        if not in_base.all():
+            out[~in_base] = self._arrays.vectors[rows[~in_base] - split]
+        return out
 
     def alive(self) -> Mask:
         """One boolean per row: the row is an item's current version at :attr:`seq`."""
@@ -106,12 +140,17 @@ class SegmentView:
         """The rows alive at :attr:`seq`, ascending."""
         return np.flatnonzero(self.alive()).astype(np.int64)
 
-    def columns(self) -> dict[str, Column]:
-        """The typed columns of the declared fields over rows ``0..rows - 1`` (built on first
-        use: filters read them)."""
+    def base_columns(self) -> Mapping[str, Column]:
+        """The typed columns of the base's rows, as its bundle stores them (empty without a
+        base)."""
+        return {} if self.base is None else self.base.items.columns
+
+    def own_columns(self) -> dict[str, Column]:
+        """The typed columns of the declared fields over rows ``base_rows..rows - 1`` (built
+        on first use: filters read them)."""
         cached = self._cache.get("columns")
         if cached is None:
-            cached = build_columns(self._metadata[: self.rows], self.fields)
+            cached = build_columns(self._metadata[self.base_rows : self.rows], self.fields)
             self._cache["columns"] = cached
         columns: dict[str, Column] = cached
         return columns
@@ -120,19 +159,34 @@ class SegmentView:
 class MutableSegment:
     """The versions of a live collection's items (see the module docstring)."""
 
-    def __init__(self, dim: int, fields: Mapping[str, FieldType], capacity: int = 1024) -> None:
+    def __init__(
+        self,
+        dim: int,
+        fields: Mapping[str, FieldType],
+        capacity: int = 1024,
+        base: BaseSegment | None = None,
+    ) -> None:
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
         self.dim = dim
         self.fields = dict(fields)
-        self._arrays = _allocate(dim, max(capacity, 1))
-        self._rows = 0
+        self.base = base
+        self._base_rows = 0 if base is None else base.count
+        self._arrays = _allocate(dim, max(capacity, 1), self._base_rows)
+        self._rows = self._base_rows
         self._ids: list[str] = []
         self._metadata: list[Mapping[str, Any]] = []
         self._texts: list[str | None] = []
         self._latest: dict[str, int] = {}
         self._applied = 0
-        self._live = 0
+        if base is not None:
+            self._ids.extend(base.items.ids)
+            self._metadata.extend(base.items.metadata)
+            self._texts.extend(base.texts)
+            self._latest = {item_id: row for row, item_id in enumerate(self._ids)}
+            self._arrays.created[: self._base_rows] = base.seq
+            self._applied = base.seq
+        self._live = self._base_rows
 
     @property
     def applied_seq(self) -> int:
@@ -159,6 +213,7 @@ class MutableSegment:
             rows=self._rows,
             dim=self.dim,
             fields=self.fields,
+            base=self.base,
             _arrays=self._arrays,
             _ids=self._ids,
             _metadata=self._metadata,
@@ -201,7 +256,8 @@ class MutableSegment:
             raise ValueError("an upsert names an id twice")
         self._reserve(self._rows + n)
         arrays, start = self._arrays, self._rows
-        arrays.vectors[start : start + n] = operation.vectors
+        own = start - self._base_rows
+        arrays.vectors[own : own + n] = operation.vectors
         arrays.created[start : start + n] = seq
         arrays.deleted[start : start + n] = NEVER
         for offset, item_id in enumerate(operation.ids):
@@ -221,22 +277,24 @@ class MutableSegment:
         current = self._arrays
         if rows <= current.created.shape[0]:
             return
-        capacity = max(rows, 2 * current.created.shape[0])
-        grown = _allocate(self.dim, capacity)
+        capacity = max(rows, 2 * current.created.shape[0]) - self._base_rows
+        grown = _allocate(self.dim, capacity, self._base_rows)
         used = self._rows
-        grown.vectors[:used] = current.vectors[:used]
+        grown.vectors[: used - self._base_rows] = current.vectors[: used - self._base_rows]
         grown.created[:used] = current.created[:used]
         grown.deleted[:used] = current.deleted[:used]
         grown.previous[:used] = current.previous[:used]
         self._arrays = grown
 
 
-def _allocate(dim: int, capacity: int) -> _Arrays:
+def _allocate(dim: int, capacity: int, base_rows: int) -> _Arrays:
+    """Arrays for ``base_rows`` rows of a base and ``capacity`` rows of the segment's own."""
+    rows = base_rows + capacity
     return _Arrays(
         vectors=np.zeros((capacity, dim), dtype=np.float32),
-        created=np.zeros(capacity, dtype=np.int64),
-        deleted=np.full(capacity, NEVER, dtype=np.int64),
-        previous=np.full(capacity, _NO_ROW, dtype=np.int64),
+        created=np.zeros(rows, dtype=np.int64),
+        deleted=np.full(rows, NEVER, dtype=np.int64),
+        previous=np.full(rows, _NO_ROW, dtype=np.int64),
     )
 
 

@@ -386,6 +386,10 @@ def test_keys_decide_who_writes_and_who_creates(live_settings: Settings) -> None
         compact = "/v1/collections/things/compact"
         assert client.post(compact, headers=key(WRITE_KEY)).status_code == 403
         assert client.post(compact, headers=key(ADMIN_KEY)).status_code == 200
+        snapshot = "/v1/collections/things/snapshots"
+        assert client.post(snapshot, headers=key(READ_KEY)).status_code == 403
+        assert client.post(snapshot, headers=key(WRITE_KEY)).status_code == 403
+        assert client.post(snapshot, headers=key(ADMIN_KEY)).status_code in (200, 409)
         assert client.delete("/v1/collections/things", headers=key(WRITE_KEY)).status_code == 403
         assert client.delete("/v1/collections/things", headers=key(ADMIN_KEY)).status_code == 200
 
@@ -395,6 +399,7 @@ WRITE_CODES = frozenset(
         ErrorCode.FIELD_MISMATCH,
         ErrorCode.COLLECTION_EXISTS,
         ErrorCode.COLLECTION_LIMIT,
+        ErrorCode.COLLECTION_EMPTY,
         ErrorCode.WRITES_UNAVAILABLE,
         ErrorCode.WRITE_FAILED,
     }
@@ -489,4 +494,62 @@ def test_compaction_keeps_every_answer_and_drops_dead_rows(live: TestClient) -> 
     after += [_search(live, q, k=5, offset=3) for q in queries]
     assert after == before
     info = live.get("/v1/collections/things").json()
-    assert (info["count"], info["rows"]) == (18, 18)
+    assert (info["count"], info["rows"], info["base_count"]) == (18, 0, 18)
+    assert info["base_version"] == answer["base_version"]
+    assert answer["index_factory"] == "Flat"
+    _upsert(live, items[:2])  # written after the base: searched beside it, same answers
+    again = [_search(live, q, k=12, filter={"field": "cat", "eq": "a"}) for q in queries]
+    again += [_search(live, q, k=5, offset=3) for q in queries]
+    assert [len(page) for page in again] == [len(page) for page in before]
+
+
+def test_a_snapshot_restores_into_a_collection_that_answers_the_same(live: TestClient) -> None:
+    _create(live)
+    empty = live.post("/v1/collections/things/snapshots")
+    assert empty.status_code == 409
+    assert empty.json()["error"]["code"] == "collection_empty"
+    rng = np.random.default_rng(12)
+    vectors = _unit(rng, 30)
+    items = [
+        {"id": f"i{n}", "vector": v.tolist(), "metadata": {"cat": "ab"[n % 2]}}
+        for n, v in enumerate(vectors)
+    ]
+    _upsert(live, items)
+    live.post("/v1/collections/things/compact")
+    _upsert(live, items[:4])
+    live.post("/v1/collections/things/items/delete", json={"ids": ["i9"]})
+    taken = live.post("/v1/collections/things/snapshots")
+    assert taken.status_code == 200, taken.text
+    snapshot = taken.json()
+    assert snapshot["count"] == 29
+    restored = live.post(
+        "/v1/collections",
+        json={
+            "name": "restored",
+            "from_snapshot": {"collection": "things", "version": snapshot["version"]},
+        },
+    )
+    assert restored.status_code == 201, restored.text
+    assert restored.json()["count"] == 29
+    assert restored.json()["fields"] == live.get("/v1/collections/things").json()["fields"]
+    for query in _unit(rng, 5):
+        original = _search(live, query, k=8, filter={"field": "cat", "eq": "b"})
+        copy = _search(live, query, k=8, filter={"field": "cat", "eq": "b"}, collection="restored")
+        assert copy == original
+    missing = live.post(
+        "/v1/collections",
+        json={
+            "name": "nope",
+            "from_snapshot": {"collection": "things", "version": "20260101T000000000000Z"},
+        },
+    )
+    assert missing.status_code == 404
+    both = live.post(
+        "/v1/collections",
+        json={
+            "name": "nope",
+            "dim": 4,
+            "from_snapshot": {"collection": "things", "version": snapshot["version"]},
+        },
+    )
+    assert both.status_code == 422

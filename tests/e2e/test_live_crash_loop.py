@@ -1,6 +1,7 @@
 """End to end, a crash loop over a live collection (after Qdrant's "crasher"): writers send
 small batches of upserts (new ids and replacements), metadata patches, deletes by ids and by
-filter, and searches to a real uvicorn process, which is SIGKILLed at a random moment; the
+filter, compactions (asked for, and by itself every 60 rows: each writes a new base bundle and
+empties the log), and searches to a real uvicorn process, which is SIGKILLed at a random moment; the
 service restarts on the same collections folder and the collection is checked against the
 model the test keeps:
 
@@ -219,8 +220,18 @@ class Writer(threading.Thread):
             self.delete_ids(client)
         elif roll < 0.80:
             self.delete_filter(client)
+        elif roll < 0.82:
+            self.compact(client)
         else:
             self.search(client)
+
+    def compact(self, client: httpx.Client) -> None:
+        """Ask for a compaction (the items stay what they are: a kill during it must keep every
+        invariant); a 503 (another compaction's failure) would be a defect."""
+        response = client.post(f"/v1/collections/{COLLECTION}/compact")
+        if response.status_code != 200:
+            self.fail(f"compact answered {response.status_code}: {response.text}")
+        self.tally.ack("compact")
 
     def fail(self, message: str) -> NoReturn:
         raise CrashLoopError(f"writer {self.index}: {message}")
@@ -463,6 +474,8 @@ class Harness:
             "CRISSCROSS_PROVIDERS": "cpu",
             "CRISSCROSS_WORKERS": "1",
             "CRISSCROSS_GRACEFUL_SHUTDOWN_S": "5",
+            # Compact by itself every few dozen rows too: kills land inside compactions.
+            "CRISSCROSS_COMPACT_OWN_ROWS": "60",
         }
         command = [sys.executable, "-m", "service", "serve", "--host", "127.0.0.1"]
         command += ["--port", str(port), "--collections-dir", str(self.collections_dir)]

@@ -17,7 +17,12 @@ from service.engine.item_writes import (
     upsert_of,
 )
 from service.engine.live_collections import LiveCollections, LiveEntry
-from service.exceptions import InvalidQueryError, OverloadedError
+from service.exceptions import (
+    BundleRejectedError,
+    InvalidQueryError,
+    OverloadedError,
+    VariantMismatchError,
+)
 from service.http.dependencies import (
     CatalogDep,
     CollectionName,
@@ -39,11 +44,13 @@ from service.http.schemas.collections import (
     LiveCollectionInfo,
     PatchRequest,
     PatchResponse,
+    SnapshotResponse,
     StoredItem,
     UpsertRequest,
     UpsertResponse,
 )
 from service.lifecycle.state import ServiceState
+from storage.live.base import BaseError, SnapshotInfo, read_snapshot
 from storage.live.collection import CollectionSpec, now_text
 
 router = APIRouter(tags=["collections"], route_class=JsonRoute)
@@ -54,8 +61,9 @@ _WRITE_DESCRIPTIONS = {
     "field the collection lacks or a value of another type (field_mismatch), a vector of "
     "another dimension (dimension_mismatch), a text or image for a collection of client "
     "vectors (tower_missing), a filter that does not fit (filter_not_applicable), a name "
-    "taken (collection_exists), too many collections (collection_limit), or a server without "
-    "live collections (writes_unavailable).",
+    "taken (collection_exists), too many collections (collection_limit), a snapshot of a "
+    "collection of no item (collection_empty), or a server without live collections "
+    "(writes_unavailable).",
     503: "Not ready, or a high-water mark reached (overloaded: writes waiting for the log, "
     "segment rows, log bytes), or the log failed (write_failed); with Retry-After. Nothing "
     "of the request was logged.",
@@ -76,10 +84,10 @@ def _check_room(state: ServiceState, entry: LiveEntry, rows: int) -> None:
     """503 overloaded before anything is embedded when the write would pass a high-water mark."""
     settings, collection = state.settings, entry.collection
     reason = None
-    if collection.rows + rows > settings.max_live_rows:
+    if collection.own_rows + rows > settings.max_live_rows:
         reason = (
-            f"its segment holds {collection.rows} rows and this write adds {rows} "
-            f"(max_live_rows={settings.max_live_rows})"
+            f"it holds {collection.own_rows} rows written since its base and this write adds "
+            f"{rows} (max_live_rows={settings.max_live_rows})"
         )
     elif collection.log_bytes >= settings.max_log_bytes:
         reason = (
@@ -103,15 +111,30 @@ def _check_room(state: ServiceState, entry: LiveEntry, rows: int) -> None:
 async def create_collection(
     body: CreateCollectionRequest, state: StateDep, catalog: CatalogDep
 ) -> Response:
-    """A new, empty collection that takes writes: embedded by a served ``variant`` (texts and
-    images are embedded on upsert), or of client vectors of dimension ``dim``. Needs an admin
-    key when keys are configured. A name a bundle collection or a live one has is 409
-    collection_exists."""
+    """A new collection that takes writes: empty, embedded by a served ``variant`` (texts and
+    images are embedded on upsert) or of client vectors of dimension ``dim``; or started from
+    a snapshot (``from_snapshot``), whose items become its base. Needs an admin key when keys
+    are configured. A name a bundle collection or a live one has is 409 collection_exists."""
     live = _live(state)
-    dim = body.dim
+    dim, variant_name, fields = body.dim, body.variant, dict(body.fields)
     fingerprint = None
-    if body.variant is not None:
-        variant = catalog.resolve_variant(body.variant)
+    base_from = None
+    if body.from_snapshot is not None:
+        ref = body.from_snapshot
+        base_from = live.snapshot_path(ref.collection, ref.version)
+        try:
+            found: SnapshotInfo = read_snapshot(base_from)
+        except BaseError as exc:
+            raise BundleRejectedError(str(exc)) from None
+        dim, variant_name, fields = found.dim, found.variant, dict(found.fields)
+        fingerprint = found.variant_fingerprint
+    if variant_name is not None:
+        variant = catalog.resolve_variant(variant_name)
+        if fingerprint is not None and fingerprint != variant.fingerprint:
+            raise VariantMismatchError(
+                f"from_snapshot: the snapshot was embedded by another build of variant "
+                f"{variant_name!r} than the one served"
+            )
         dim, fingerprint = variant.dim, variant.fingerprint
     assert dim is not None
     if len(body.fields) > state.settings.max_collection_fields:
@@ -122,13 +145,14 @@ async def create_collection(
     spec = CollectionSpec(
         name=body.name,
         dim=dim,
-        fields=dict(body.fields),
-        variant=body.variant,
+        fields=fields,
+        variant=variant_name,
         variant_fingerprint=fingerprint,
         created=now_text(),
+        index=body.index,
     )
     taken = {c.name for c in catalog.collections} | {c.qualified_name for c in catalog.collections}
-    entry = await live.create(spec, taken)
+    entry = await live.create(spec, taken, base_from)
     return Response(
         LiveCollectionInfo.of(entry).model_dump_json(),
         status_code=201,
@@ -242,7 +266,7 @@ async def get_items(body: GetRequest, name: CollectionName, state: StateDep) -> 
                 id=item_id,
                 metadata=dict(view.metadata(row)),
                 text=view.text(row),
-                vector=view.vectors[row].tolist() if body.include_vectors else None,
+                vector=view.vector(row).tolist() if body.include_vectors else None,
             )
         )
     return GetResponse(items=items, seq=view.seq)
@@ -275,9 +299,29 @@ async def patch_item(
     summary="Compact a live collection now",
 )
 async def compact_collection(name: CollectionName, state: StateDep) -> CompactResponse:
-    """Rewrite the collection's log as one checkpoint of its live items (atomically, fsynced),
-    dropping replaced versions and deleted items from memory and disk; writes wait for it.
-    Searches give the same answers before and after. Needs an admin key when keys are
-    configured. The service also compacts by itself (compact_dead_fraction)."""
+    """Write the collection's live items as a new base (a bundle version with its faiss index,
+    tuned when approximate; nothing is embedded again), publish it atomically and empty the
+    log: replaced versions and deleted items leave memory and disk. Writes wait for it.
+    Searches give the same answers before and after on a Flat index. Needs an admin key when
+    keys are configured. The service also compacts by itself (compact_dead_fraction,
+    compact_own_rows)."""
     done = await _live(state).require(name).writer.compact()
     return CompactResponse(**dataclasses.asdict(done))
+
+
+@plain_router.post(
+    "/v1/collections/{name}/snapshots",
+    response_model=SnapshotResponse,
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 503, descriptions=_WRITE_DESCRIPTIONS),
+    summary="Snapshot a live collection",
+)
+async def snapshot_collection(name: CollectionName, state: StateDep) -> SnapshotResponse:
+    """Write the collection as searches see it now — one sequence number — as a checksummed
+    bundle version (``<collections_dir>/.snapshots/<name>/<version>``, its ``CURRENT``
+    pointed at it) that the service and the index builder read as any bundle, and that
+    ``POST /v1/collections`` with ``from_snapshot`` restores. Writes go on meanwhile. Needs an
+    admin key when keys are configured; 409 collection_empty for a collection of no item."""
+    done = await _live(state).snapshot(name)
+    return SnapshotResponse(
+        seq=done.seq, count=done.count, version=done.version, seconds=done.seconds
+    )

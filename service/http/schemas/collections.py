@@ -39,6 +39,18 @@ PackedVector = Annotated[
 _EXAMPLE_FIELDS: dict[str, JsonValue] = {"image_id": "integer", "filename": "string"}
 
 
+IndexFactory = Annotated[str, Field(pattern=r"^(Flat|IVF[1-9][0-9]{0,4},Flat)$")]
+"""The faiss factory of a live collection's base index."""
+
+
+class SnapshotRef(StrictRequest):
+    """A snapshot to start a collection from: the live collection it was taken of, and its
+    version (``POST /v1/collections/{name}/snapshots`` answers it)."""
+
+    collection: str = Field(pattern=NAME_PATTERN.pattern)
+    version: str = Field(pattern=r"^[0-9]{8}T[0-9]{12}Z$")
+
+
 class CreateCollectionRequest(StrictRequest):
     """``POST /v1/collections``: a new, empty live collection. Give ``variant`` (a served
     variant embeds the items' texts and images) or ``dim`` (the client sends vectors)."""
@@ -60,6 +72,17 @@ class CreateCollectionRequest(StrictRequest):
     dim: DimensionInteger | SkipJsonSchema[None] = Field(
         default=None, description="The dimension of the client's vectors."
     )
+    index: IndexFactory = Field(
+        default="Flat",
+        description="The faiss index compaction builds over the base: 'Flat' (exact) or "
+        "'IVF<lists>,Flat' (approximate, its nprobe tuned to recall@10 >= 0.95 at each "
+        "compaction; a base of fewer than 39 rows per list stays Flat).",
+    )
+    from_snapshot: SnapshotRef | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Start from a snapshot of a live collection (its items, fields, "
+        "dimension and variant): give 'fields' empty and neither 'variant' nor 'dim'.",
+    )
     fields: dict[FieldName, FieldType] = Field(
         default_factory=dict,
         description="Typed metadata fields (filterable): name (1-64 lowercase letters, digits "
@@ -72,7 +95,13 @@ class CreateCollectionRequest(StrictRequest):
 
     @model_validator(mode="after")
     def _variant_or_dim(self) -> CreateCollectionRequest:
-        if (self.variant is None) == (self.dim is None):
+        if self.from_snapshot is not None:
+            if self.variant is not None or self.dim is not None or self.fields:
+                raise ValueError(
+                    "a collection from a snapshot takes its variant, dimension and fields "
+                    "from it: leave 'variant', 'dim' and 'fields' out"
+                )
+        elif (self.variant is None) == (self.dim is None):
             raise ValueError("give exactly one of 'variant' and 'dim'")
         for name in self.fields:
             if (problem := field_name_problem(name)) is not None:
@@ -89,7 +118,12 @@ class LiveCollectionInfo(BaseModel):
     fields: dict[str, str]
     count: int = Field(description="Items in the collection now.")
     seq: int = Field(description="The last write's sequence number (every one is durable).")
-    rows: int = Field(description="Rows of its mutable segment, every version counted.")
+    rows: int = Field(
+        description="Rows written since its base (every version counted): what memory holds."
+    )
+    base_count: int = Field(description="Rows of its base (the last compaction's bundle).")
+    base_version: str | None = Field(description="Its base's bundle version; null: none yet.")
+    index: str = Field(description="The faiss factory its base is built with.")
     log_bytes: int = Field(description="Size of its write-ahead log.")
     created: str
 
@@ -105,7 +139,10 @@ class LiveCollectionInfo(BaseModel):
             fields={name: str(kind) for name, kind in sorted(spec.fields.items())},
             count=view.count,
             seq=view.seq,
-            rows=collection.rows,
+            rows=collection.own_rows,
+            base_count=0 if collection.base is None else collection.base.count,
+            base_version=None if collection.base is None else collection.base.version,
+            index=spec.index,
             log_bytes=collection.log_bytes,
             created=spec.created,
         )
@@ -255,12 +292,28 @@ class DropResponse(BaseModel):
 
 
 class CompactResponse(BaseModel):
-    """What a compaction did: the sequence number its checkpoint holds, the segment's rows and
-    the log's bytes before and after, and its time."""
+    """What a compaction did: the sequence number its base holds, rows (every version) and the
+    log's bytes before and after, its time, the base version written (null: no item was alive)
+    and the one it replaced, and the base's index: its faiss factory and, for an IVF one, the
+    recall@10 its tuning measured."""
 
     seq: int
     rows_before: int
     rows_after: int
     log_bytes_before: int
     log_bytes_after: int
+    seconds: float
+    base_version: str | None
+    replaced_version: str | None
+    index_factory: str | None
+    recall_at_10: float | None
+
+
+class SnapshotResponse(BaseModel):
+    """A snapshot written: the sequence number it holds, its items, and the bundle version
+    (under ``<collections_dir>/.snapshots/<name>/``) that ``from_snapshot`` restores."""
+
+    seq: int
+    count: int
+    version: str
     seconds: float

@@ -67,7 +67,7 @@ def test_a_patch_keeps_the_vector_and_text(tmp_path: Path) -> None:
     assert isinstance(merged, Upsert)
     assert merged.metadata == ({"cat": "z"},)
     assert merged.texts == ("t",)
-    assert merged.vectors.tobytes() == view.vectors[view.row_of("a") or 0].tobytes()
+    assert merged.vectors.tobytes() == view.vector(view.row_of("a") or 0).tobytes()
     replaced = patch_plan(entry, "a", {"n": 2}, merge=False)(view)
     assert isinstance(replaced, Upsert)
     assert replaced.metadata == ({"n": 2},)

@@ -27,7 +27,7 @@ def _writer(tmp_path: Path, max_pending: int = 64) -> CollectionWriter:
 
 
 def _upsert(item: str) -> Operation:
-    return Upsert((item,), np.ones((1, 4), dtype=np.float32), ({},), (None,))
+    return Upsert((item,), np.full((1, 4), 0.5, dtype=np.float32), ({},), (None,))
 
 
 def test_concurrent_writes_share_fsyncs_and_are_visible_when_answered(

@@ -55,6 +55,8 @@ def test_presented_keys_and_required_roles() -> None:
         ("GET", "/v1/collections", "read"),
         ("DELETE", "/v1/collections/c", "manage"),
         ("POST", "/v1/collections/c/compact", "manage"),
+        ("POST", "/v1/collections/c/snapshots", "manage"),
+        ("PATCH", "/v1/collections/c/items/snapshots", "write"),
         ("GET", "/v1/collections/c", "read"),
         ("POST", "/v1/collections/c/items", "write"),
         ("POST", "/v1/collections/c/items/delete", "write"),

@@ -72,6 +72,7 @@ def test_every_domain_error_has_a_code() -> None:
         "FieldMismatchError": 409,
         "CollectionExistsError": 409,
         "CollectionLimitError": 409,
+        "CollectionEmptyError": 409,
         "WritesUnavailableError": 409,
         "WriteFailedError": 503,
     }
@@ -93,6 +94,7 @@ def test_422_is_for_input_that_is_wrong_and_409_for_a_conflict_with_what_is_serv
         ErrorCode.FIELD_MISMATCH,
         ErrorCode.COLLECTION_EXISTS,
         ErrorCode.COLLECTION_LIMIT,
+        ErrorCode.COLLECTION_EMPTY,
         ErrorCode.WRITES_UNAVAILABLE,
     }
     invalid = {code for code, status in STATUS_OF.items() if status == 422}

@@ -11,6 +11,14 @@ import numpy as np
 import pytest
 
 from formats.field_types import FieldType
+from storage.live import collection as collection_module
+from storage.live.base import (
+    BASE_FOLDER,
+    ITEMS,
+    BaseError,
+    read_base_pointer,
+    read_snapshot,
+)
 from storage.live.collection import (
     LOG_FILE,
     CollectionExistsError,
@@ -21,7 +29,9 @@ from storage.live.collection import (
     create_collection,
     drop_collection,
 )
+from storage.live.log import WriteAheadLog
 from storage.live.operations import Delete, Upsert
+from storage.reader import load_bundle
 
 DIM = 8
 Model = dict[str, tuple[bytes, dict[str, object]]]
@@ -29,6 +39,20 @@ Model = dict[str, tuple[bytes, dict[str, object]]]
 
 def _spec(name: str = "items") -> CollectionSpec:
     return CollectionSpec(name=name, dim=DIM, fields={"cat": FieldType.STRING})
+
+
+def _unit(values: np.ndarray) -> np.ndarray:
+    values = values.astype(np.float32)
+    unit: np.ndarray = values / np.linalg.norm(values, axis=1, keepdims=True)
+    return unit.astype(np.float32)
+
+
+def _assert_snapshot_equal(version_dir: Path, model: Model) -> None:
+    items = load_bundle(version_dir).collections[ITEMS]
+    assert sorted(items.ids) == sorted(model)
+    for row, item_id in enumerate(items.ids):
+        assert items.vectors[row].tobytes() == model[item_id][0]
+        assert dict(items.metadata[row]) == model[item_id][1]
 
 
 def _assert_equal(collection: LiveCollection, model: Model) -> None:
@@ -39,7 +63,7 @@ def _assert_equal(collection: LiveCollection, model: Model) -> None:
     for item_id, (vector, metadata) in model.items():
         row = view.row_of(item_id)
         assert row is not None
-        assert view.vectors[row].tobytes() == vector
+        assert view.vector(row).tobytes() == vector
         assert dict(view.metadata(row)) == metadata
 
 
@@ -54,7 +78,7 @@ def test_random_operations_with_reopens_equal_the_model(tmp_path: Path, seed: in
         roll = rng.random()
         if roll < 0.55:
             ids = rng.sample(universe, rng.randint(1, 6))
-            vectors = numbers.standard_normal((len(ids), DIM)).astype(np.float32)
+            vectors = _unit(numbers.standard_normal((len(ids), DIM)))
             metadata = tuple({"cat": rng.choice("abc")} for _ in ids)
             collection.stage(Upsert(tuple(ids), vectors, metadata, (None,) * len(ids)))
             for i, item in enumerate(ids):
@@ -74,11 +98,16 @@ def test_random_operations_with_reopens_equal_the_model(tmp_path: Path, seed: in
         if rng.random() < 0.5:
             collection.commit()
             _assert_equal(collection, model)
-        if rng.random() < 0.03:  # compaction: the log becomes one checkpoint, same items
+        if rng.random() < 0.03:  # compaction: a new base of the same items, the log emptied
             collection.commit()
             done = collection.compact()
             assert done.rows_after == len(model)
+            assert (done.base_version is None) == (not model)
             _assert_equal(collection, model)
+        if rng.random() < 0.02 and model:  # a snapshot reads back as the model
+            collection.commit()
+            taken = collection.snapshot(tmp_path / "snapshots")
+            _assert_snapshot_equal(taken.path, model)
         if rng.random() < 0.03:  # restart: what was committed comes back from the log
             collection.commit()
             collection.close()
@@ -142,18 +171,22 @@ def test_a_spec_round_trips() -> None:
 def test_compaction_keeps_the_items_and_their_order_and_drops_the_rest(tmp_path: Path) -> None:
     folder = create_collection(tmp_path, _spec())
     collection = LiveCollection.open(folder)
-    vectors = np.ones((3, DIM), dtype=np.float32)
+    vectors = _unit(np.arange(3 * DIM).reshape(3, DIM) + 1.0)
     collection.stage(Upsert(("a", "b", "c"), vectors, ({}, {}, {}), (None, None, None)))
-    collection.stage(Upsert(("a",), vectors[:1] * 2, ({"cat": "x"},), ("t",)))
+    collection.stage(Upsert(("a",), vectors[2:], ({"cat": "x"},), ("t",)))
     collection.stage(Delete(("b",)))
     collection.commit()
     size = (folder / LOG_FILE).stat().st_size
     done = collection.compact()
     assert (done.seq, done.rows_before, done.rows_after) == (3, 4, 2)
-    assert done.log_bytes_before == size
+    assert (done.log_bytes_before, done.log_bytes_after) == (size, 0)
+    assert done.base_version is not None
+    assert done.index_factory == "Flat"
+    assert read_base_pointer(folder) == (done.base_version, 3)
     view = collection.view()
+    assert view.base_rows == 2
     assert [view.item_id(row) for row in view.live_rows()] == ["c", "a"]  # write order kept
-    collection.stage(Delete(("c",)))  # the log goes on after the checkpoint
+    collection.stage(Delete(("c",)))  # the log goes on after the base
     collection.commit()
     collection.close()
     reopened = LiveCollection.open(folder)
@@ -162,17 +195,101 @@ def test_compaction_keeps_the_items_and_their_order_and_drops_the_rest(tmp_path:
     assert [view.item_id(row) for row in view.live_rows()] == ["a"]
     assert dict(view.metadata(view.row_of("a") or 0)) == {"cat": "x"}
     assert view.text(view.row_of("a") or 0) == "t"
+    again = reopened.compact()  # the old base is replaced and removed
+    assert again.replaced_version == done.base_version
+    assert [p.name for p in (folder / BASE_FOLDER).iterdir()] == [again.base_version]
     reopened.close()
 
 
-def test_a_rewrite_cut_short_by_a_crash_leaves_the_old_log(tmp_path: Path) -> None:
+def _filled(tmp_path: Path, seed: int = 7) -> tuple[Path, LiveCollection, Model]:
+    """A collection with a base (compacted once) and writes after it, and its model."""
+    rng = np.random.default_rng(seed)
     folder = create_collection(tmp_path, _spec())
     collection = LiveCollection.open(folder)
-    collection.stage(Upsert(("a",), np.ones((1, DIM), dtype=np.float32), ({},), (None,)))
+    model: Model = {}
+
+    def upsert(ids: list[str]) -> None:
+        vectors = _unit(rng.standard_normal((len(ids), DIM)))
+        metadata = tuple({"cat": "abc"[i % 3]} for i in range(len(ids)))
+        collection.stage(Upsert(tuple(ids), vectors, metadata, (None,) * len(ids)))
+        collection.commit()
+        model.update({k: (vectors[i].tobytes(), dict(metadata[i])) for i, k in enumerate(ids)})
+
+    upsert([f"id{i}" for i in range(20)])
+    collection.compact()
+    upsert([f"id{i}" for i in range(15, 30)])  # replaces five base items
+    collection.stage(Delete(("id0", "id16", "id29")))  # from the base and from the log
     collection.commit()
-    collection.close()
-    (folder / (LOG_FILE + ".rewrite")).write_bytes(b"CXW1 half a checkpoint")
+    for item in ("id0", "id16", "id29"):
+        del model[item]
+    _assert_equal(collection, model)
+    return folder, collection, model
+
+
+class _CrashError(Exception):
+    """Stands for a SIGKILL at one step of a compaction."""
+
+
+@pytest.mark.parametrize(
+    "step", ["after the bundle write", "after the publish", "before the log truncation"]
+)
+def test_a_crash_inside_compaction_opens_to_the_same_items(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    folder, collection, model = _filled(tmp_path)
+    old_version, _ = read_base_pointer(folder)
+    if step == "after the bundle write":
+        monkeypatch.setattr(collection_module, "publish_base", _raise_crash)
+    elif step == "after the publish":
+        monkeypatch.setattr(collection_module, "load_base", _raise_crash)
+    else:
+        monkeypatch.setattr(WriteAheadLog, "replace_with", _raise_crash)
+    with pytest.raises(_CrashError):
+        collection.compact()
+    monkeypatch.undo()
+    # The process dies here: nothing is closed; the next one opens the folder as it is.
     reopened = LiveCollection.open(folder)
-    assert reopened.view().count == 1
-    assert not (folder / (LOG_FILE + ".rewrite")).exists()
+    _assert_equal(reopened, model)
+    version, seq = read_base_pointer(folder)
+    if step == "after the bundle write":
+        assert version == old_version  # the unpublished version was removed
+    else:
+        assert seq == reopened.view().seq
+        assert reopened.own_rows == 0
+    assert [p.name for p in (folder / BASE_FOLDER).iterdir()] == [version]
+    reopened.stage(Delete(("id1",)))  # and it takes writes again
+    reopened.commit()
+    del model["id1"]
     reopened.close()
+    _assert_equal(LiveCollection.open(folder), model)
+
+
+def _raise_crash(*_args: object, **_kwargs: object) -> None:
+    raise _CrashError
+
+
+def test_a_damaged_base_is_refused_at_open(tmp_path: Path) -> None:
+    folder, collection, _ = _filled(tmp_path)
+    collection.close()
+    version, _ = read_base_pointer(folder)
+    assert version is not None
+    vectors = folder / BASE_FOLDER / version / "items.vectors.npy"
+    data = bytearray(vectors.read_bytes())
+    data[-1] ^= 0xFF
+    vectors.chmod(0o644)
+    vectors.write_bytes(bytes(data))
+    with pytest.raises(BaseError):
+        LiveCollection.open(folder)
+
+
+def test_a_snapshot_restores_as_a_new_collection(tmp_path: Path) -> None:
+    _, collection, model = _filled(tmp_path / "a")
+    taken = collection.snapshot(tmp_path / "snapshots")
+    assert taken.count == len(model)
+    assert taken.seq == collection.view().seq
+    info = read_snapshot(taken.path)
+    assert (info.dim, info.variant, info.count) == (DIM, None, len(model))
+    restored = LiveCollection.open(create_collection(tmp_path / "b", _spec(), taken.path))
+    _assert_equal(restored, model)
+    assert restored.view().seq == 0
+    assert restored.base is not None

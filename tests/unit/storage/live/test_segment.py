@@ -28,10 +28,10 @@ def test_the_newest_version_wins_and_old_views_keep_their_picture() -> None:
     assert before.row_of("b") == 1
     assert before.row_of("c") is None
     assert before.count == 2
-    np.testing.assert_array_equal(before.vectors[before.row_of("b")], first.vectors[1])
+    np.testing.assert_array_equal(before.vector(before.row_of("b")), first.vectors[1])
     assert now.row_of("a") is None
     assert now.count == 2
-    np.testing.assert_array_equal(now.vectors[now.row_of("b")], second.vectors[0])
+    np.testing.assert_array_equal(now.vector(now.row_of("b")), second.vectors[0])
     assert [now.item_id(row) for row in now.live_rows()] == ["b", "c"]
     assert segment.live_count == 2
     assert segment.rows == 4
@@ -61,7 +61,7 @@ def test_columns_cover_every_row_and_filters_mask_with_alive() -> None:
     segment.apply(1, _upsert(["a", "b", "c"], 1))
     segment.apply(2, Delete(("b",)))
     view = segment.view(2)
-    column = view.columns()["n"]
+    column = view.own_columns()["n"]
     assert column.count == 3
     kept = column.range_mask(1.0, True, None, False) & view.alive()
     assert [view.item_id(r) for r in np.flatnonzero(kept)] == ["c"]

@@ -1,0 +1,288 @@
+"""A live collection's base segment: an immutable bundle version that a compaction wrote (or a
+restore copied in), holding every item alive at one log sequence number.
+
+``<collection>/base/<version>/`` is an ordinary bundle version (:mod:`storage.writer`: files
+fsynced, sha256-hashed into the manifest, the folder renamed into place) with one collection,
+``items``, whose rows are the items in row order, and ``items.texts.jsonl`` beside it (the text
+each row was embedded from, or null). ``<collection>/base.json`` names the version served and
+the last log sequence number it holds; it is the base's only pointer, replaced atomically and
+durably (:func:`publish_base`), so a crash leaves the old base or the new one. A version the
+pointer does not name is a compaction that a crash cut short, removed when the collection
+opens (:func:`remove_unpublished`).
+
+Because a base version is a bundle, ``index_builder`` and the service read it as one, and a
+snapshot (:func:`write_items_bundle` into another folder) is the same thing published with a
+``CURRENT`` pointer instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import faiss
+import numpy as np
+
+from formats.field_types import FieldType
+from storage.durability import fsync_path, replace_durably
+from storage.index_files import build_index, set_search_parameter, write_index
+from storage.layout import index_file
+from storage.manifest import BundleError, IndexTuning, SweepPoint, verify_bundle
+from storage.reader import LoadedCollection, load_bundle
+from storage.writer import CollectionInput, WrittenIndex, write_bundle
+
+BASE_FOLDER: Final = "base"
+BASE_POINTER: Final = "base.json"
+ITEMS: Final = "items"
+"""The collection a base or snapshot bundle holds."""
+TEXTS_FILE: Final = "items.texts.jsonl"
+CLIENT_VECTORS: Final = "client-vectors"
+"""The variant name a bundle of client vectors records."""
+_TUNING_QUERIES: Final = 200
+_TUNING_SEED: Final = 20261128
+
+
+class BaseError(RuntimeError):
+    """A base segment that cannot be read (its pointer or its bundle is damaged)."""
+
+
+@dataclass(frozen=True)
+class IndexPlan:
+    """The faiss index a compaction writes over the base: ``factory`` (``Flat`` is exact; an
+    IVF factory is tuned so that its recall@10 against exact search reaches ``target_recall``)
+    and the fewest rows an IVF index is built over (below it the base is ``Flat``)."""
+
+    factory: str = "Flat"
+    target_recall: float = 0.95
+    min_rows_per_list: int = 39
+
+    def write(self, folder: Path, collection: str, vectors: np.ndarray) -> WrittenIndex:
+        """Build, tune and write the index (the :class:`storage.writer.IndexWriter` protocol)."""
+        factory = self.factory
+        lists = _ivf_lists(factory)
+        if lists is not None and len(vectors) < lists * self.min_rows_per_list:
+            factory = "Flat"
+        index = build_index(vectors, factory)
+        name = index_file(collection)
+        tuning, params = None, dict[str, float | int | str]()
+        if factory != "Flat" and lists is not None:
+            tuning = _tune_nprobe(index, vectors, lists, self.target_recall)
+            params = {"nprobe": tuning.value}
+            set_search_parameter(index, "nprobe", tuning.value)
+        write_index(index, folder / name)
+        return WrittenIndex(factory=factory, index_file=name, search_params=params, tuning=tuning)
+
+
+def _ivf_lists(factory: str) -> int | None:
+    head = factory.split(",")[0]
+    if head.startswith("IVF") and head[3:].isdigit():
+        return int(head[3:])
+    return None
+
+
+def _tune_nprobe(index: Any, vectors: np.ndarray, lists: int, target: float) -> IndexTuning:
+    """The smallest power-of-two ``nprobe`` whose recall@10 against exact search reaches
+    ``target``, over up to 200 stored rows as queries (each query's own row left out of both
+    answers)."""
+    rng = np.random.default_rng(_TUNING_SEED)
+    n = len(vectors)
+    rows = np.sort(rng.choice(n, size=min(_TUNING_QUERIES, n), replace=False))
+    queries = np.ascontiguousarray(vectors[rows])
+    k = min(10, n - 1)
+    exact_scores = queries @ vectors.T
+    exact_scores[np.arange(len(rows)), rows] = -np.inf
+    exact = np.argsort(-exact_scores, axis=1, kind="stable")[:, :k]
+    ivf: Any = faiss.extract_index_ivf(index)
+    sweep: list[SweepPoint] = []
+    value, recall = 1, 0.0
+    while True:
+        ivf.nprobe = value
+        started = time.perf_counter()
+        _, found = index.search(queries, k + 1)
+        seconds = time.perf_counter() - started
+        hits = 0
+        for query_row, answer, truth in zip(rows, found, exact, strict=True):
+            got = [int(r) for r in answer if r >= 0 and r != query_row][:k]
+            hits += len(set(got) & {int(r) for r in truth})
+        recall = hits / max(1, k * len(rows))
+        sweep.append(
+            SweepPoint(value=value, recall_at_10=recall, ms_per_query=seconds * 1000 / len(rows))
+        )
+        if recall >= target or value >= lists:
+            break
+        value = min(lists, value * 2)
+    return IndexTuning(
+        target_recall=target,
+        parameter="nprobe",
+        value=value,
+        recall_at_10=recall,
+        met=recall >= target,
+        held_out_queries=len(rows),
+        seed=_TUNING_SEED,
+        queries=f"sample of {len(rows)} stored rows, each query's own row left out of both answers",
+        sweep=sweep,
+        index_kind="ivf-flat" if factory_is_flat_ivf(index) else "ivf",
+        reason="live collection compaction",
+    )
+
+
+def factory_is_flat_ivf(index: Any) -> bool:
+    """Whether ``index`` is an IVF index storing raw vectors (IVF-Flat)."""
+    return isinstance(faiss.downcast_index(index), faiss.IndexIVFFlat)
+
+
+@dataclass(frozen=True)
+class ItemRows:
+    """Items in row order: what a base or a snapshot holds."""
+
+    ids: Sequence[str]
+    vectors: np.ndarray
+    metadata: Sequence[Mapping[str, Any]]
+    texts: Sequence[str | None]
+
+
+@dataclass(frozen=True)
+class BaseSegment:
+    """A loaded base: the ``items`` collection of a bundle version (its vectors and flat
+    codes memory-mapped), the texts of its rows, and the last log sequence it holds."""
+
+    seq: int
+    version: str
+    items: LoadedCollection
+    texts: Sequence[str | None]
+
+    @property
+    def count(self) -> int:
+        """Rows in the base."""
+        return self.items.count
+
+
+def write_items_bundle(
+    root: Path,
+    name: str,
+    rows: ItemRows,
+    *,
+    fields: Mapping[str, FieldType],
+    variant: str | None,
+    variant_fingerprint: str | None,
+    seq: int,
+    index: IndexPlan,
+    make_current: bool,
+    source: str,
+) -> Path:
+    """Write ``rows`` as bundle ``root/name``'s new version (its ``items`` collection, typed
+    ``fields``, the texts beside it); returns the version folder. ``seq`` and ``source`` are
+    recorded in the manifest's build info."""
+    texts = "".join(json.dumps(text, ensure_ascii=False) + "\n" for text in rows.texts)
+    return write_bundle(
+        root,
+        name,
+        [
+            CollectionInput(
+                name=ITEMS,
+                ids=list(rows.ids),
+                metadata=list(rows.metadata),
+                vectors=rows.vectors,
+                index=index,
+                fields=dict(fields),
+            )
+        ],
+        variant_name=variant or CLIENT_VECTORS,
+        variant_fingerprint=variant_fingerprint or "",
+        make_current=make_current,
+        build_info={"live_collection": source, "log_seq": seq},
+        extra_files={TEXTS_FILE: texts.encode("utf-8")},
+    )
+
+
+def publish_base(folder: Path, version: str | None, seq: int) -> None:
+    """Point the collection in ``folder`` at base ``version`` (None: no base, every item was
+    deleted) holding the log up to ``seq``: atomically and durably."""
+    pointer = folder / BASE_POINTER
+    staging = folder / f".{BASE_POINTER}.{os.getpid()}.tmp"
+    staging.write_text(json.dumps({"version": version, "seq": seq}) + "\n", encoding="utf-8")
+    replace_durably(staging, pointer)
+
+
+def read_base_pointer(folder: Path) -> tuple[str | None, int]:
+    """(the base version, the last sequence it holds) that ``folder`` points at; (None, 0)
+    without a pointer (a collection never compacted)."""
+    pointer = folder / BASE_POINTER
+    if not pointer.exists():
+        return None, 0
+    try:
+        document = json.loads(pointer.read_text(encoding="utf-8"))
+        version, seq = document["version"], int(document["seq"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BaseError(f"{pointer}: not a base pointer: {exc}") from None
+    if version is not None and not isinstance(version, str):
+        raise BaseError(f"{pointer}: version must be a string or null")
+    return version, seq
+
+
+def load_base(folder: Path, version: str, seq: int, dim: int) -> BaseSegment:
+    """Load (verifying every hash) base ``version`` of the collection in ``folder``."""
+    version_dir = folder / BASE_FOLDER / version
+    try:
+        bundle = load_bundle(version_dir)
+        items = bundle.collections[ITEMS]
+        with (version_dir / TEXTS_FILE).open(encoding="utf-8") as handle:
+            texts: list[str | None] = [json.loads(line) for line in handle]
+    except (BundleError, KeyError, OSError, ValueError) as exc:
+        raise BaseError(f"{version_dir}: cannot load the base: {exc}") from exc
+    if items.dim != dim or len(texts) != items.count:
+        raise BaseError(f"{version_dir}: dimension or row count disagrees with the collection")
+    return BaseSegment(seq=seq, version=version, items=items, texts=texts)
+
+
+def remove_unpublished(folder: Path, keep: str | None) -> None:
+    """Remove every base version of ``folder`` but ``keep`` (a compaction cut short, or a base
+    a later one replaced); readers still holding an old one keep their mapped pages."""
+    base_dir = folder / BASE_FOLDER
+    if not base_dir.is_dir():
+        return
+    removed = False
+    for entry in base_dir.iterdir():
+        if entry.name != keep:
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink()
+            removed = True
+    if removed:
+        fsync_path(base_dir)
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    """What a snapshot holds, from its verified manifest: the dimension, the variant that
+    embedded it (None: client vectors) and its build, and its typed fields."""
+
+    dim: int
+    variant: str | None
+    variant_fingerprint: str | None
+    fields: Mapping[str, FieldType]
+    count: int
+
+
+def read_snapshot(version_dir: Path) -> SnapshotInfo:
+    """Verify the snapshot (or base) bundle in ``version_dir`` — every file against its
+    manifest hash — and say what it holds; :class:`BaseError` when it is not one."""
+    try:
+        manifest = verify_bundle(version_dir)
+        items = manifest.collections[ITEMS]
+        if not (version_dir / TEXTS_FILE).is_file():
+            raise BaseError(f"{version_dir}: no {TEXTS_FILE}")
+    except (BundleError, KeyError, OSError) as exc:
+        raise BaseError(f"{version_dir}: not a live collection's snapshot: {exc}") from exc
+    client = manifest.variant_name == CLIENT_VECTORS
+    return SnapshotInfo(
+        dim=manifest.dim,
+        variant=None if client else manifest.variant_name,
+        variant_fingerprint=None if client else manifest.variant_fingerprint,
+        fields=dict(items.fields),
+        count=items.count,
+    )
