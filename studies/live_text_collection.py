@@ -14,7 +14,9 @@ collections in a temporary folder), this study
    row order (one client, so write order is row order and the tie rule orders as the bundle),
    compares a sample of stored vectors with the bundle's, then replays ``benchmarks cxc``
    (t2t, t2t_cocaptions, STS; caption queries as items) against the live collection and
-   against the bundle's ``coco-captions:captions``, and compares every task value.
+   against the bundle's ``coco-captions:captions``, and compares every task value;
+4. compacts the live collection (its items become a base bundle with a Flat faiss index) and
+   replays CxC against it again.
 
 usage: .venv/bin/python studies/live_text_collection.py [--out reports/live]
        [--bundles-root artifacts/bundles] [--variants-root artifacts/variants]
@@ -229,11 +231,19 @@ def main() -> None:
                 result["max_vector_gap"] = vector_gap(service, "live-captions", rows, vectors)
                 live = cxc(service, "live-captions", args.out / "cxc-live")
                 offline = cxc(service, "coco-captions:captions", args.out / "cxc-bundle")
+                status, compaction = service.call("POST", "/v1/collections/live-captions/compact")
+                if status != 200:
+                    raise RuntimeError(f"compact: {status} {compaction}")
+                result["compaction"] = compaction
+                based = cxc(service, "live-captions", args.out / "cxc-live-base")
                 result["tasks_live"], result["tasks_bundle"] = live, offline
+                result["tasks_live_after_compaction"] = based
                 result["tasks_equal"] = live == offline
+                result["tasks_equal_after_compaction"] = based == offline
                 print(
                     f"stored vectors: max gap {result['max_vector_gap']:.2e}; "
-                    f"CxC tasks equal: {result['tasks_equal']}",
+                    f"CxC tasks equal: {result['tasks_equal']}; after compaction into a base "
+                    f"({compaction['seconds']:.1f} s): {result['tasks_equal_after_compaction']}",
                     flush=True,
                 )
         finally:

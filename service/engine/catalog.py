@@ -288,6 +288,16 @@ class Catalog:
                 return fitting[0]
         return self.resolve_variant(name)
 
+    def collection_named(self, qualified_name: str) -> ServedCollection:
+        """The served collection ``<bundle>:<collection>``; :class:`NotFoundError` for none."""
+        served = self._collections.get(qualified_name)
+        if served is None:
+            known = ", ".join(c.qualified_name for c in self.collections) or "none"
+            raise NotFoundError(
+                f"unknown bundle collection {quoted(qualified_name)}; served: {known}"
+            )
+        return served
+
     def collection(self, variant: ServedVariant, name: str) -> ServedCollection:
         """The collection ``name`` (qualified or bare) embedded by ``variant``.
 

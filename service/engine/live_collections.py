@@ -26,7 +26,7 @@ from service.exceptions import (
 from service.metrics import ServiceMetrics
 from service.settings import Settings
 from storage.live import collection as collection_files
-from storage.live.base import BaseError
+from storage.live.base import ITEMS, BaseError
 from storage.live.collection import SNAPSHOTS_FOLDER, CollectionSpec, LiveCollection, Snapshot
 
 logger = logging.getLogger(__name__)
@@ -164,10 +164,15 @@ class LiveCollections:
             raise WriteFailedError(str(exc), self._settings.write_retry_after_s) from None
 
     async def create(
-        self, spec: CollectionSpec, taken: set[str], base_from: Path | None = None
+        self,
+        spec: CollectionSpec,
+        taken: set[str],
+        base_from: Path | None = None,
+        base_collection: str = ITEMS,
     ) -> LiveEntry:
-        """Create and open collection ``spec``, starting from the snapshot in ``base_from``
-        (None: empty); ``taken`` are the names the catalog serves. Raises
+        """Create and open collection ``spec``, starting from the bundle version in
+        ``base_from`` (a snapshot, or a served bundle whose collection ``base_collection``
+        holds the items; None: empty); ``taken`` are the names the catalog serves. Raises
         :class:`CollectionExistsError`, :class:`CollectionLimitError`,
         :class:`WritesUnavailableError`."""
         self.require_writable()
@@ -184,7 +189,9 @@ class LiveCollections:
 
             def make() -> LiveCollection:
                 try:
-                    folder = collection_files.create_collection(root, spec, base_from)
+                    folder = collection_files.create_collection(
+                        root, spec, base_from, base_collection
+                    )
                 except collection_files.CollectionExistsError as exc:
                     raise CollectionExistsError(str(exc)) from None
                 return LiveCollection.open(folder)

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import faiss
 import numpy as np
@@ -201,39 +201,57 @@ def write_items_bundle(
     )
 
 
-def publish_base(folder: Path, version: str | None, seq: int) -> None:
+class BasePointer(NamedTuple):
+    """What ``base.json`` says: the base version (None: no base), the last log sequence it
+    holds, and which of its bundle's collections holds the items (``items``, or the
+    collection of an offline bundle a collection started from)."""
+
+    version: str | None
+    seq: int
+    collection: str = ITEMS
+
+
+def publish_base(folder: Path, version: str | None, seq: int, collection: str = ITEMS) -> None:
     """Point the collection in ``folder`` at base ``version`` (None: no base, every item was
-    deleted) holding the log up to ``seq``: atomically and durably."""
+    deleted) holding the log up to ``seq``, its items in bundle collection ``collection``:
+    atomically and durably."""
     pointer = folder / BASE_POINTER
     staging = folder / f".{BASE_POINTER}.{os.getpid()}.tmp"
-    staging.write_text(json.dumps({"version": version, "seq": seq}) + "\n", encoding="utf-8")
+    document = {"version": version, "seq": seq, "collection": collection}
+    staging.write_text(json.dumps(document) + "\n", encoding="utf-8")
     replace_durably(staging, pointer)
 
 
-def read_base_pointer(folder: Path) -> tuple[str | None, int]:
-    """(the base version, the last sequence it holds) that ``folder`` points at; (None, 0)
-    without a pointer (a collection never compacted)."""
+def read_base_pointer(folder: Path) -> BasePointer:
+    """The base that ``folder`` points at; (None, 0) without a pointer (a collection never
+    compacted)."""
     pointer = folder / BASE_POINTER
     if not pointer.exists():
-        return None, 0
+        return BasePointer(None, 0)
     try:
         document = json.loads(pointer.read_text(encoding="utf-8"))
         version, seq = document["version"], int(document["seq"])
-    except (ValueError, KeyError, TypeError) as exc:
+        collection = str(document.get("collection", ITEMS))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BaseError(f"{pointer}: not a base pointer: {exc}") from None
     if version is not None and not isinstance(version, str):
         raise BaseError(f"{pointer}: version must be a string or null")
-    return version, seq
+    return BasePointer(version, seq, collection)
 
 
-def load_base(folder: Path, version: str, seq: int, dim: int) -> BaseSegment:
-    """Load (verifying every hash) base ``version`` of the collection in ``folder``."""
+def load_base(
+    folder: Path, version: str, seq: int, dim: int, collection: str = ITEMS
+) -> BaseSegment:
+    """Load (verifying every hash) base ``version`` of the collection in ``folder``, its
+    items in bundle collection ``collection`` (a bundle without a texts file: no texts)."""
     version_dir = folder / BASE_FOLDER / version
     try:
         bundle = load_bundle(version_dir)
-        items = bundle.collections[ITEMS]
-        with (version_dir / TEXTS_FILE).open(encoding="utf-8") as handle:
-            texts: list[str | None] = [json.loads(line) for line in handle]
+        items = bundle.collections[collection]
+        texts: list[str | None] = [None] * items.count
+        if collection == ITEMS:
+            with (version_dir / TEXTS_FILE).open(encoding="utf-8") as handle:
+                texts = [json.loads(line) for line in handle]
     except (BundleError, KeyError, OSError, ValueError) as exc:
         raise BaseError(f"{version_dir}: cannot load the base: {exc}") from exc
     if items.dim != dim or len(texts) != items.count:
@@ -268,13 +286,14 @@ class SnapshotInfo:
     count: int
 
 
-def read_snapshot(version_dir: Path) -> SnapshotInfo:
-    """Verify the snapshot (or base) bundle in ``version_dir`` — every file against its
-    manifest hash — and say what it holds; :class:`BaseError` when it is not one."""
+def read_snapshot(version_dir: Path, collection: str = ITEMS) -> SnapshotInfo:
+    """Verify the snapshot (or base, or offline bundle) in ``version_dir`` — every file
+    against its manifest hash — and say what its ``collection`` holds; :class:`BaseError` when
+    it is not one."""
     try:
         manifest = verify_bundle(version_dir)
-        items = manifest.collections[ITEMS]
-        if not (version_dir / TEXTS_FILE).is_file():
+        items = manifest.collections[collection]
+        if collection == ITEMS and not (version_dir / TEXTS_FILE).is_file():
             raise BaseError(f"{version_dir}: no {TEXTS_FILE}")
     except (BundleError, KeyError, OSError) as exc:
         raise BaseError(f"{version_dir}: not a live collection's snapshot: {exc}") from exc

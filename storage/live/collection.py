@@ -35,6 +35,7 @@ from formats.field_types import FieldType, field_name_problem
 from storage.durability import fsync_path
 from storage.live.base import (
     BASE_FOLDER,
+    ITEMS,
     BaseError,
     BaseSegment,
     IndexPlan,
@@ -139,11 +140,14 @@ def collection_names(root: Path) -> list[str]:
     return names
 
 
-def create_collection(root: Path, spec: CollectionSpec, base_from: Path | None = None) -> Path:
+def create_collection(
+    root: Path, spec: CollectionSpec, base_from: Path | None = None, base_collection: str = ITEMS
+) -> Path:
     """Write the folder of a new collection under ``root`` atomically and durably; raises
-    :class:`CollectionExistsError` when ``spec.name`` is taken. ``base_from`` (a snapshot's or
-    a base's bundle version folder, verified by the caller) becomes its base: its files are
-    linked (copied across file systems) into the new folder, and the log starts empty."""
+    :class:`CollectionExistsError` when ``spec.name`` is taken. ``base_from`` (a bundle version
+    folder: a snapshot, or a bundle ``index_builder`` wrote, its items in collection
+    ``base_collection``) becomes its base: its files are linked (copied across file systems)
+    into the new folder, and the log starts empty."""
     root.mkdir(parents=True, exist_ok=True)
     target = root / spec.name
     if target.exists():
@@ -157,7 +161,8 @@ def create_collection(root: Path, spec: CollectionSpec, base_from: Path | None =
         (staging / LOG_FILE).touch()
         fsync_path(staging / LOG_FILE)
         if base_from is not None:
-            _link_base(base_from, staging)
+            mine = root.resolve() in base_from.resolve().parents  # a snapshot of ours
+            _link_base(base_from, staging, base_collection, link=mine)
         fsync_path(staging)
         if target.exists():
             raise CollectionExistsError(f"collection {spec.name!r} exists")
@@ -169,19 +174,26 @@ def create_collection(root: Path, spec: CollectionSpec, base_from: Path | None =
     return target
 
 
-def _link_base(version_dir: Path, folder: Path) -> None:
+def _link_base(version_dir: Path, folder: Path, collection: str, *, link: bool) -> None:
+    """With ``link`` (a snapshot: the live collections' own files, never changed in place) the
+    files are hard-linked; else (a bundle of the bundles folder) copied, so that nothing done
+    to its files there can reach the pages this collection maps."""
     base_dir = folder / BASE_FOLDER
     target = base_dir / version_dir.name
     target.mkdir(parents=True)
     for source in sorted(version_dir.iterdir()):
+        if not source.is_file():
+            continue
         try:
+            if not link:
+                raise OSError("copied")
             (target / source.name).hardlink_to(source)
         except OSError:
             shutil.copyfile(source, target / source.name)
             fsync_path(target / source.name)
     fsync_path(target)
     fsync_path(base_dir)
-    publish_base(folder, version_dir.name, 0)
+    publish_base(folder, version_dir.name, 0, collection)
 
 
 def drop_collection(root: Path, name: str) -> None:
@@ -227,9 +239,9 @@ class LiveCollection:
         hashes; a version the pointer does not name is removed), recover its log (a torn tail
         is cut off) and replay every record after the base into a new segment."""
         spec = CollectionSpec.from_json((folder / SPEC_FILE).read_text(encoding="utf-8"))
-        version, base_seq = read_base_pointer(folder)
+        version, base_seq, items = read_base_pointer(folder)
         remove_unpublished(folder, version)
-        base = None if version is None else load_base(folder, version, base_seq, spec.dim)
+        base = None if version is None else load_base(folder, version, base_seq, spec.dim, items)
         log, records, recovery = WriteAheadLog.open(folder / LOG_FILE, after=base_seq)
         try:
             operations = [decode(record.payload) for record in records]

@@ -553,3 +553,47 @@ def test_a_snapshot_restores_into_a_collection_that_answers_the_same(live: TestC
         },
     )
     assert both.status_code == 422
+
+
+def test_a_bundle_collection_becomes_a_live_one_that_takes_writes(live: TestClient) -> None:
+    served = live.get("/v1/collections").json()["collections"][0]
+    created = live.post(
+        "/v1/collections", json={"name": "captions-live", "from_bundle": served["qualified_name"]}
+    )
+    assert created.status_code == 201, created.text
+    info = created.json()
+    assert (info["count"], info["base_count"], info["rows"]) == (
+        served["count"],
+        served["count"],
+        0,
+    )
+    assert (info["variant"], info["fields"]) == (served["variant"], served["fields"])
+
+    def ids(collection: str, **options: Any) -> list[str]:
+        body = {"query": {"text": "a dog on a sofa"}, "collection": collection, "k": 5, **options}
+        response = live.post("/v1/search", json=body)
+        assert response.status_code == 200, response.text
+        return [hit["id"] for hit in response.json()["results"]]
+
+    bundle_ids = ids(served["qualified_name"])
+    assert ids("captions-live") == bundle_ids  # the same files, the same tie rule
+    text_filter = {"field": "sentid", "range": {"gte": 0}}
+    assert ids("captions-live", filter=text_filter) == ids(
+        served["qualified_name"], filter=text_filter
+    )
+    gone = bundle_ids[0]
+    live.post("/v1/collections/captions-live/items/delete", json={"ids": [gone]})
+    added = live.post(
+        "/v1/collections/captions-live/items",
+        json={"items": [{"id": "new", "text": "a dog on a sofa", "metadata": {"sentid": 1}}]},
+    )
+    assert added.status_code == 200, added.text
+    after = ids("captions-live")
+    assert after[0] == "new"
+    assert gone not in after
+    assert ids(served["qualified_name"]) == bundle_ids  # the bundle itself is unchanged
+    compacted = live.post("/v1/collections/captions-live/compact").json()
+    assert compacted["rows_after"] == served["count"]
+    assert ids("captions-live") == after
+    unknown = live.post("/v1/collections", json={"name": "x", "from_bundle": "nope:captions"})
+    assert unknown.status_code == 404

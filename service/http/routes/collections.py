@@ -50,7 +50,7 @@ from service.http.schemas.collections import (
     UpsertResponse,
 )
 from service.lifecycle.state import ServiceState
-from storage.live.base import BaseError, SnapshotInfo, read_snapshot
+from storage.live.base import ITEMS, BaseError, SnapshotInfo, read_snapshot
 from storage.live.collection import CollectionSpec, now_text
 
 router = APIRouter(tags=["collections"], route_class=JsonRoute)
@@ -119,11 +119,17 @@ async def create_collection(
     dim, variant_name, fields = body.dim, body.variant, dict(body.fields)
     fingerprint = None
     base_from = None
+    base_collection = ITEMS
     if body.from_snapshot is not None:
         ref = body.from_snapshot
         base_from = live.snapshot_path(ref.collection, ref.version)
+    elif body.from_bundle is not None:
+        served = catalog.collection_named(body.from_bundle)
+        base_collection = served.name
+        base_from = state.settings.bundles_root / served.bundle / served.bundle_version
+    if base_from is not None:
         try:
-            found: SnapshotInfo = read_snapshot(base_from)
+            found: SnapshotInfo = read_snapshot(base_from, base_collection)
         except BaseError as exc:
             raise BundleRejectedError(str(exc)) from None
         dim, variant_name, fields = found.dim, found.variant, dict(found.fields)
@@ -132,7 +138,7 @@ async def create_collection(
         variant = catalog.resolve_variant(variant_name)
         if fingerprint is not None and fingerprint != variant.fingerprint:
             raise VariantMismatchError(
-                f"from_snapshot: the snapshot was embedded by another build of variant "
+                f"the snapshot or bundle was embedded by another build of variant "
                 f"{variant_name!r} than the one served"
             )
         dim, fingerprint = variant.dim, variant.fingerprint
@@ -152,7 +158,7 @@ async def create_collection(
         index=body.index,
     )
     taken = {c.name for c in catalog.collections} | {c.qualified_name for c in catalog.collections}
-    entry = await live.create(spec, taken, base_from)
+    entry = await live.create(spec, taken, base_from, base_collection)
     return Response(
         LiveCollectionInfo.of(entry).model_dump_json(),
         status_code=201,

@@ -43,6 +43,12 @@ IndexFactory = Annotated[str, Field(pattern=r"^(Flat|IVF[1-9][0-9]{0,4},Flat)$")
 """The faiss factory of a live collection's base index."""
 
 
+BundleCollectionName = Annotated[
+    str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}:[a-z][a-z0-9_]{0,63}$")
+]
+"""A served bundle collection's qualified name, ``<bundle>:<collection>``."""
+
+
 class SnapshotRef(StrictRequest):
     """A snapshot to start a collection from: the live collection it was taken of, and its
     version (``POST /v1/collections/{name}/snapshots`` answers it)."""
@@ -93,13 +99,23 @@ class CreateCollectionRequest(StrictRequest):
         },
     )
 
+    from_bundle: BundleCollectionName | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Start from a served bundle collection ('<bundle>:<collection>', as "
+        "index_builder wrote it): its items, fields, dimension and variant, its files linked, "
+        "not re-embedded; the bundle itself stays as it is. Give 'fields' empty and neither "
+        "'variant' nor 'dim'.",
+    )
+
     @model_validator(mode="after")
     def _variant_or_dim(self) -> CreateCollectionRequest:
-        if self.from_snapshot is not None:
+        if self.from_snapshot is not None and self.from_bundle is not None:
+            raise ValueError("give at most one of 'from_snapshot' and 'from_bundle'")
+        if self.from_snapshot is not None or self.from_bundle is not None:
             if self.variant is not None or self.dim is not None or self.fields:
                 raise ValueError(
-                    "a collection from a snapshot takes its variant, dimension and fields "
-                    "from it: leave 'variant', 'dim' and 'fields' out"
+                    "a collection from a snapshot or a bundle takes its variant, dimension and "
+                    "fields from it: leave 'variant', 'dim' and 'fields' out"
                 )
         elif (self.variant is None) == (self.dim is None):
             raise ValueError("give exactly one of 'variant' and 'dim'")

@@ -53,11 +53,11 @@ def _write(folder: Path, rows: ItemRows, plan: IndexPlan | None = None) -> Path:
 
 
 def test_the_pointer_round_trips_and_a_damaged_one_is_refused(tmp_path: Path) -> None:
-    assert read_base_pointer(tmp_path) == (None, 0)
+    assert read_base_pointer(tmp_path)[:2] == (None, 0)
     publish_base(tmp_path, "v1", 12)
-    assert read_base_pointer(tmp_path) == ("v1", 12)
+    assert read_base_pointer(tmp_path)[:2] == ("v1", 12)
     publish_base(tmp_path, None, 13)  # every item deleted: no base
-    assert read_base_pointer(tmp_path) == (None, 13)
+    assert read_base_pointer(tmp_path)[:2] == (None, 13)
     (tmp_path / "base.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(BaseError):
         read_base_pointer(tmp_path)

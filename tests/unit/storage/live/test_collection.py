@@ -5,6 +5,7 @@ committed."""
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -182,7 +183,7 @@ def test_compaction_keeps_the_items_and_their_order_and_drops_the_rest(tmp_path:
     assert (done.log_bytes_before, done.log_bytes_after) == (size, 0)
     assert done.base_version is not None
     assert done.index_factory == "Flat"
-    assert read_base_pointer(folder) == (done.base_version, 3)
+    assert read_base_pointer(folder)[:2] == (done.base_version, 3)
     view = collection.view()
     assert view.base_rows == 2
     assert [view.item_id(row) for row in view.live_rows()] == ["c", "a"]  # write order kept
@@ -237,7 +238,7 @@ def test_a_crash_inside_compaction_opens_to_the_same_items(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
     folder, collection, model = _filled(tmp_path)
-    old_version, _ = read_base_pointer(folder)
+    old_version = read_base_pointer(folder).version
     if step == "after the bundle write":
         monkeypatch.setattr(collection_module, "publish_base", _raise_crash)
     elif step == "after the publish":
@@ -250,7 +251,7 @@ def test_a_crash_inside_compaction_opens_to_the_same_items(
     # The process dies here: nothing is closed; the next one opens the folder as it is.
     reopened = LiveCollection.open(folder)
     _assert_equal(reopened, model)
-    version, seq = read_base_pointer(folder)
+    version, seq, _ = read_base_pointer(folder)
     if step == "after the bundle write":
         assert version == old_version  # the unpublished version was removed
     else:
@@ -271,7 +272,7 @@ def _raise_crash(*_args: object, **_kwargs: object) -> None:
 def test_a_damaged_base_is_refused_at_open(tmp_path: Path) -> None:
     folder, collection, _ = _filled(tmp_path)
     collection.close()
-    version, _ = read_base_pointer(folder)
+    version = read_base_pointer(folder).version
     assert version is not None
     vectors = folder / BASE_FOLDER / version / "items.vectors.npy"
     data = bytearray(vectors.read_bytes())
@@ -293,3 +294,17 @@ def test_a_snapshot_restores_as_a_new_collection(tmp_path: Path) -> None:
     _assert_equal(restored, model)
     assert restored.view().seq == 0
     assert restored.base is not None
+
+
+def test_a_snapshot_is_linked_and_an_outside_bundle_copied(tmp_path: Path) -> None:
+    _, collection, model = _filled(tmp_path / "collections" / "a")
+    root = tmp_path / "collections"
+    taken = collection.snapshot(root / ".snapshots")
+    restored = create_collection(root, _spec("linked"), taken.path)
+    outside = tmp_path / "bundles" / taken.path.name
+    shutil.copytree(taken.path, outside)
+    copied = create_collection(root, _spec("copied"), outside)
+    vectors = "items.vectors.npy"
+    assert (restored / BASE_FOLDER / taken.version / vectors).samefile(taken.path / vectors)
+    assert not (copied / BASE_FOLDER / taken.version / vectors).samefile(outside / vectors)
+    _assert_equal(LiveCollection.open(copied), model)
