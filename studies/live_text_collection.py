@@ -230,7 +230,7 @@ def main() -> None:
                 result["sequential_items_s"] = upsert_all(service, "live-captions", rows, 250, 1)
                 result["max_vector_gap"] = vector_gap(service, "live-captions", rows, vectors)
                 live = cxc(service, "live-captions", args.out / "cxc-live")
-                offline = cxc(service, "coco-captions:captions", args.out / "cxc-bundle")
+                offline = cxc(service, "captions", args.out / "cxc-bundle")
                 status, compaction = service.call("POST", "/v1/collections/live-captions/compact")
                 if status != 200:
                     raise RuntimeError(f"compact: {status} {compaction}")

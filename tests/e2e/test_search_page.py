@@ -243,3 +243,52 @@ def test_with_keys_on_the_key_is_asked_for_and_then_used(
             assert all("401" in error for error in browser.errors), browser.errors
     finally:
         assert stop_service(keyed) == 0, keyed.log()
+
+
+def test_a_live_collection_takes_an_item_and_a_delete_from_the_page(
+    roots: tuple[Path, Path], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    env = {"CRISSCROSS_COLLECTIONS_DIR": str(tmp_path / "collections")}
+    served = start_service(*roots, tmp_path / "live.log", env)
+    try:
+        created = httpx.post(
+            served.url + "/v1/collections",
+            json={"name": "notes", "variant": "scenes-dual-encoder", "fields": {"topic": "string"}},
+        )
+        assert created.status_code == 201, created.text
+        items = [
+            {"id": f"n{n}", "text": text, "metadata": {"topic": "shapes"}}
+            for n, text in enumerate(["a blue square", "a green triangle", "a small yellow star"])
+        ]
+        upserted = httpx.post(served.url + "/v1/collections/notes/items", json={"items": items})
+        assert upserted.status_code == 200, upserted.text
+        with browser_page() as browser:
+            browser.page.goto(served.url + "/")
+            browser.page.wait_for_selector("#collection option[value=notes]", state="attached")
+            browser.page.select_option("#collection", "notes")
+            assert browser.page.is_visible("#live-row")
+            browser.page.fill("#add-id", "n-new")
+            browser.page.fill("#add-text", "a big red circle")
+            browser.page.fill("#add-metadata", '{"topic": "circles"}')
+            browser.page.click("#add-button")
+            wait_until(
+                browser.page,
+                "document.querySelector('#status').textContent.includes('Added n-new')",
+            )
+            assert "4 items" in (browser.page.text_content("#collection option[value=notes]") or "")
+            browser.page.fill("#query-text", "a big red circle")
+            search(browser)
+            found = [hit["id"] for hit in hits(browser)]
+            assert found[0] == "n-new", found
+            screenshot(browser, "search-live.png", tmp_path_factory)
+            browser.page.click("li.hit[data-id='n-new'] button.delete-item")
+            wait_until(
+                browser.page,
+                "document.querySelector('#status').textContent.includes('Deleted n-new')",
+            )
+            assert "n-new" not in [hit["id"] for hit in hits(browser)]
+            assert browser.errors == []
+        stored = httpx.post(served.url + "/v1/collections/notes/items/get", json={"ids": ["n-new"]})
+        assert stored.json()["items"] == []
+    finally:
+        assert stop_service(served) == 0, served.log()

@@ -27,6 +27,11 @@
   const prevButton = $("prev-page");
   const nextButton = $("next-page");
   const pageLabel = $("page-label");
+  const liveRow = $("live-row");
+  const addId = $("add-id");
+  const addText = $("add-text");
+  const addMetadata = $("add-metadata");
+  const addButton = $("add-button");
 
   const state = {
     collections: [], // from GET /v1/collections
@@ -101,7 +106,17 @@
       api("/v1/collections"),
       api("/v1/variants"),
     ]);
-    state.collections = collections.collections;
+    // Live collections (writable, named by their plain name) are listed after the bundles'.
+    const live = (collections.live || []).map((c) => ({
+      name: c.name,
+      qualified_name: c.name,
+      variant: c.variant,
+      count: c.count,
+      fields: c.fields,
+      thumbnails: false,
+      live: true,
+    }));
+    state.collections = collections.collections.concat(live);
     state.variants = variants.variants;
     const chosenVariant = variantSelect.value;
     variantSelect.replaceChildren(option("", "(any)"));
@@ -121,7 +136,8 @@
     collectionSelect.replaceChildren();
     compareSelect.replaceChildren();
     for (const c of state.collections) {
-      const label = `${c.qualified_name} · ${c.variant} · ${c.count} items`;
+      const label = `${c.qualified_name} · ${c.variant || "client vectors"} · ${c.count} items`
+        + (c.live ? " · live" : "");
       if (!variantSelect.value || c.variant === variantSelect.value) {
         collectionSelect.append(option(c.qualified_name, label));
       }
@@ -140,6 +156,8 @@
     const collection = collectionByName(collectionSelect.value);
     const variant = collection && state.variants.find((v) => v.name === collection.variant);
     const images = Boolean(variant && variant.towers.includes("image"));
+    const texts = Boolean(variant && variant.towers.includes("text"));
+    liveRow.hidden = !(collection && collection.live && texts);
     fileInput.disabled = !images;
     dropZone.setAttribute("aria-disabled", String(!images));
     variantInfo.textContent = variant
@@ -305,6 +323,14 @@
       run(0);
     });
     item.append(more);
+    if (collection.live) {
+      const remove = document.createElement("button");
+      remove.type = "button";
+      remove.className = "delete-item";
+      remove.textContent = "Delete";
+      remove.addEventListener("click", () => deleteItem(collection.name, hit.id));
+      item.append(remove);
+    }
     return item;
   }
 
@@ -377,6 +403,61 @@
     }
   }
 
+  function collectionPath(name) {
+    return `/v1/collections/${encodeURIComponent(name)}`;
+  }
+
+  async function afterWrite(message) {
+    // A write answered 200 is already searchable: refresh the counts and search again.
+    await loadCatalog();
+    if (state.item || textInput.value.trim() !== "" || state.image) await run(state.offset);
+    statusLine.textContent = message + " " + statusLine.textContent;
+  }
+
+  async function addItem() {
+    clearError();
+    try {
+      const collection = collectionByName(collectionSelect.value);
+      if (!collection || !collection.live) throw new Error("choose a live collection first");
+      const id = addId.value.trim();
+      const text = addText.value.trim();
+      if (!id || !text) throw new Error("an item needs an id and a text");
+      const raw = addMetadata.value.trim();
+      let metadata = {};
+      if (raw) {
+        try {
+          metadata = JSON.parse(raw);
+        } catch (_) {
+          throw new Error("metadata must be a JSON object, e.g. {\"topic\": \"pets\"}");
+        }
+      }
+      const answer = await api(`${collectionPath(collection.name)}/items`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ items: [{ id, text, metadata }] }),
+      });
+      addId.value = addText.value = addMetadata.value = "";
+      await afterWrite(`Added ${id} (write ${answer.seq}).`);
+    } catch (error) {
+      showError(error);
+    }
+  }
+
+  async function deleteItem(name, id) {
+    clearError();
+    try {
+      const answer = await api(`${collectionPath(name)}/items/delete`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ ids: [id] }),
+      });
+      if (state.item && state.item.id === id) setItemQuery(null);
+      await afterWrite(`Deleted ${id} (write ${answer.seq}).`);
+    } catch (error) {
+      showError(error);
+    }
+  }
+
   async function run(offset) {
     clearError();
     releaseBlobs();
@@ -446,6 +527,7 @@
   });
   fileInput.addEventListener("change", () => setImage(fileInput.files[0] || null));
   clearImage.addEventListener("click", () => setImage(null));
+  addButton.addEventListener("click", addItem);
   dropZone.addEventListener("keydown", (event) => {
     if (event.key === "Enter" || event.key === " ") {
       event.preventDefault();
