@@ -23,6 +23,9 @@ Examples::
     python -m benchmarks hostile --url http://127.0.0.1:8000 --data ../shared/data \\
         --stalled-bodies 200 --slowloris 1000 --out reports/hostile   # hostile.json/.md/.png
 
+    python -m benchmarks mixed --url http://127.0.0.1:8000 --data ../shared/data \\
+        --out reports/mixed          # a fresh live collection: mixed.json/.md/.png
+
 ``cxc`` writes ``report.json``, ``report.md`` and PNG plots into ``--out``; ``load`` writes
 ``load.json``, ``load.md``, ``load.png`` and ``load_latency.png``. Both print the Markdown report
 to stdout. Exit status: 0 on success, 1 when the service or the data refused the run, 2 on bad
@@ -48,6 +51,7 @@ from benchmarks.report.writers import (
     write_compare_outputs,
     write_hostile_outputs,
     write_load_outputs,
+    write_mixed_outputs,
     write_quality_outputs,
     write_sweep_outputs,
 )
@@ -58,6 +62,8 @@ from benchmarks.runs.hostile.config import HostileRunConfig
 from benchmarks.runs.hostile.run import run_hostile
 from benchmarks.runs.load.config import LoadRunConfig
 from benchmarks.runs.load.run import run_load
+from benchmarks.runs.mixed.config import MixedRunConfig
+from benchmarks.runs.mixed.run import run_mixed
 from benchmarks.runs.options import add_options, config_from_args
 from benchmarks.runs.quality.config import QualityRunConfig
 from benchmarks.runs.quality.run import run_quality
@@ -137,6 +143,16 @@ COMMANDS: tuple[Command[Any, Any], ...] = (
         run_hostile,
         write_hostile_outputs,
         "hostile-clients run",
+    ),
+    Command(
+        "mixed",
+        "writes while searching: a fresh live collection searched by closed-loop clients "
+        "idle, then beside closed-loop writers (upserts, deletes): latency, items/s, "
+        "read-your-writes checks",
+        MixedRunConfig,
+        run_mixed,
+        write_mixed_outputs,
+        "mixed run",
     ),
 )
 """The report-writing subcommands, in ``--help`` order (``cider`` follows them)."""

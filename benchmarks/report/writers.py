@@ -14,6 +14,8 @@ from benchmarks.report.html_report import QUERIES_JSON, write_quality_html
 from benchmarks.report.json_file import write_json
 from benchmarks.report.latency_plots import plot_latency, plot_load
 from benchmarks.report.load_markdown import LOAD_LATENCY_PLOT, LOAD_PLOT, render_load_markdown
+from benchmarks.report.mixed_markdown import MIXED_PLOT, render_mixed_markdown
+from benchmarks.report.mixed_plot import plot_mixed
 from benchmarks.report.pareto_plot import plot_pareto
 from benchmarks.report.quality_markdown import (
     FALSE_NEGATIVES_PLOT,
@@ -34,6 +36,7 @@ from benchmarks.report.sweep_plot import plot_sweep
 from benchmarks.runs.compare.run import CompareRun
 from benchmarks.runs.hostile.run import HostileRun
 from benchmarks.runs.load.run import LoadRun
+from benchmarks.runs.mixed.run import MixedRun
 from benchmarks.runs.quality.run import QualityRun
 from benchmarks.runs.sweep.run import SweepRun
 
@@ -181,4 +184,29 @@ def write_hostile_outputs(run: HostileRun, out_dir: Path) -> dict[str, Path]:
         f"{settings['slowloris']} slowloris heads"
     )
     written["plot"] = plot_hostile(run.samples, run.crowd_open, out_dir / HOSTILE_PLOT, title)
+    return written
+
+
+def write_mixed_outputs(run: MixedRun, out_dir: Path) -> dict[str, Path]:
+    """Write ``mixed.json``, ``mixed.md`` and ``mixed.png`` (search latency idle and while
+    writing, write throughput over time) into ``out_dir``.
+
+    Returns:
+        ``json``, ``markdown``, ``plot`` → file written.
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = run.report
+    written = {"json": write_json(report, out_dir / "mixed.json")}
+    markdown = out_dir / "mixed.md"
+    markdown.write_text(render_mixed_markdown(report), encoding="utf-8")
+    written["markdown"] = markdown
+    settings = report["settings"]
+    title = (
+        f"{settings['searchers']} searchers on {settings['collection']} "
+        f"({report['preload']['items']:,} preloaded, {settings['dim']}-d), idle and beside "
+        f"{settings['writers']} writers (batches of {settings['batch']}, "
+        f"{settings['vector_format']})"
+    )
+    timeline = report["phases"]["writing"]["timeline"]
+    written["plot"] = plot_mixed(run.searches, timeline, out_dir / MIXED_PLOT, title)
     return written

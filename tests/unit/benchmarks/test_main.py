@@ -16,6 +16,7 @@ import benchmarks.__main__ as cli
 from benchmarks.runs.cider import CiderRunConfig
 from benchmarks.runs.compare.config import CompareConfig
 from benchmarks.runs.load.config import LoadRunConfig
+from benchmarks.runs.mixed.config import MixedRunConfig
 from benchmarks.runs.options import config_from_args
 from benchmarks.runs.quality.config import HTML_QUERIES, QualityRunConfig
 from benchmarks.runs.sweep.config import SweepConfig
@@ -24,6 +25,7 @@ from tests.fakes.fake_service import FakeService, dual_tower_service
 from tests.fakes.fake_variants import two_variants
 from tests.fakes.tiny_data import TinyDataset
 from tests.fakes.tiny_http import serve_in_thread
+from tests.unit.benchmarks.runs.mixed.fake_live import FakeLive
 
 HELP = Path(__file__).with_name("help")
 """``--help`` of ``crisscross-bench`` and of each subcommand as they were before the options were
@@ -166,6 +168,29 @@ DEFAULTS = {
         "--timeout": ("timeout", 30.0, "value"),
         "--seed": ("seed", 0, "value"),
         "--ready-timeout": ("ready_timeout", 120.0, "value"),
+    },
+    "mixed": {
+        "--url": ("url", "http://127.0.0.1:8000", "value"),
+        "--data": ("data", Path("/data/dir"), "value"),
+        "--out": ("out", None, "required"),
+        "--collection": ("collection", "mixed-bench", "value"),
+        "--dim": ("dim", 384, "value"),
+        "--vector-format": ("vector_format", "base64", "value"),
+        "--preload": ("preload", 20_000, "value"),
+        "--preload-batch": ("preload_batch", 1000, "value"),
+        "--searchers": ("searchers", 4, "value"),
+        "--writers": ("writers", 2, "value"),
+        "--batch": ("batch", 100, "value"),
+        "--delete-share": ("delete_share", 0.1, "value"),
+        "--phase-s": ("phase_s", 20.0, "value"),
+        "--k": ("k", 10, "value"),
+        "--warmup": ("warmup", 20, "value"),
+        "--visibility-timeout-s": ("visibility_timeout_s", 5.0, "value"),
+        "--seed": ("seed", 0, "value"),
+        "--keep": ("keep", False, "switch"),
+        "--timeout": ("timeout", 30.0, "value"),
+        "--ready-timeout": ("ready_timeout", 120.0, "value"),
+        "--no-progress": ("no_progress", False, "switch"),
     },
     "cider": {
         "--data": ("data", Path("/data/dir"), "value"),
@@ -482,6 +507,55 @@ def test_compare_reports_an_unloaded_variant(
     assert not (tmp_path / "o").exists()
 
 
+def test_mixed_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    service = FakeLive()
+    over_fake_transport(monkeypatch, "mixed", service.transport())
+    out = tmp_path / "reports" / "mixed"
+    arguments = ["mixed", "--url", "http://fake", "--out", str(out), "--dim", "8"]
+    arguments += ["--preload", "30", "--preload-batch", "10", "--batch", "5", "--phase-s", "0.2"]
+    arguments += ["--searchers", "2", "--vector-format", "json", "--no-progress"]
+    assert cli.main(arguments) == 0
+    stdout = capsys.readouterr().out
+    assert stdout.startswith("# Crisscross: searches while writing")
+    assert (out / "mixed.md").read_text(encoding="utf-8") == stdout
+    report = json.loads((out / "mixed.json").read_text(encoding="utf-8"))
+    assert report["settings"]["vector_format"] == "json"
+    assert report["preload"]["requests"] == 3
+    assert report["phases"]["writing"]["items_per_s"] > 0
+    assert (out / "mixed.png").is_file()
+    assert not service.collections
+
+
+def test_mixed_reports_a_service_without_live_collections(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    over_fake_transport(monkeypatch, "mixed", FakeLive(writes_unavailable=True).transport())
+    arguments = ["mixed", "--url", "http://fake", "--out", str(tmp_path / "o"), "--no-progress"]
+    assert cli.main(arguments) == 1
+    assert "--collections-dir" in caplog.text
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--delete-share", "1"], "share in [0, 1)"),
+        (["--vector-format", "npy"], "invalid choice"),
+        (["--collection", "bad name"], "collection 'bad name'"),
+        (["--searchers", "0"], "positive integer"),
+    ],
+)
+def test_mixed_rejects_bad_arguments(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["mixed", "--out", "x", *arguments])
+    assert caught.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_cider_builds_and_checks_parity(
     tiny: TinyDataset, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -507,7 +581,9 @@ def test_cider_builds_and_checks_parity(
     assert summary["shape"] == [60, 12]
 
 
-@pytest.mark.parametrize("command", ["", "cxc", "load", "compare", "sweep", "hostile", "cider"])
+@pytest.mark.parametrize(
+    "command", ["", "cxc", "load", "compare", "sweep", "hostile", "mixed", "cider"]
+)
 def test_help_is_unchanged(
     command: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -565,6 +641,8 @@ def test_configs_of_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert config_from_args(SweepConfig, args) == SweepConfig(
         url="http://127.0.0.1:8000", out_dir=Path("o"), collection="ivf"
     )
+    args = parser.parse_args(["mixed", "--out", "o"])
+    assert config_from_args(MixedRunConfig, args) == MixedRunConfig(**common)
     args = parser.parse_args(["cider"])
     assert config_from_args(CiderRunConfig, args) == CiderRunConfig(data_dir=Path("/data/dir"))
 

@@ -1,0 +1,141 @@
+"""The mixed run's measured requests: one httpx client, each answer classified, 503s retried.
+
+A ``503`` that carries ``Retry-After`` is retried after the wait it names (capped by
+:class:`~benchmarks.drivers.http_client.RetryPolicy`) and counted in :attr:`Outcome.retries`,
+not as a failure. Any other non-2xx answer, a 2xx answer that is not a JSON object, a timeout or
+a broken connection ends the request: its :attr:`Outcome.status` says which, and the run counts
+it as an error. (The API client :class:`~benchmarks.drivers.http_client.CrisscrossClient`
+retries the same way but raises on the rest and does not tell how often it retried; the run
+uses it off the clock.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from benchmarks.drivers.http_client import JsonObject, RetryPolicy, retry_after_seconds
+
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one request ended.
+
+    Attributes:
+        status: the final HTTP status as text (``"200"``, ``"404"``), or ``"timeout"``,
+            ``"connection"`` or ``"bad_response"`` (a 2xx whose body is not a JSON object).
+        body: the JSON object of a 2xx answer, else ``None``.
+        latency_ms: from the first send to the final answer, retry waits included.
+        retries: 503 + ``Retry-After`` answers retried.
+        answered_at: ``time.monotonic()`` when the final answer arrived.
+    """
+
+    status: str
+    body: JsonObject | None
+    latency_ms: float
+    retries: int
+    answered_at: float
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx answer with a JSON object body."""
+        return self.body is not None
+
+
+class Caller:
+    """Sends the run's requests over one keep-alive pool; ``async with Caller(...) as caller``.
+
+    Args:
+        base_url: the service root.
+        timeout_s: per-request timeout (each attempt).
+        max_connections: the pool's size (at least the run's concurrency).
+        retry: how many 503 + ``Retry-After`` answers a request retries, and the longest wait.
+        transport: an httpx transport replacing the network (tests).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float,
+        max_connections: int,
+        retry: RetryPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.retry = retry or RetryPolicy()
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/"),
+            timeout=httpx.Timeout(timeout_s),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> Caller:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self._http.aclose()
+
+    async def post(self, path: str, body: bytes | JsonObject) -> Outcome:
+        """``POST path`` with ``body`` (pre-serialised JSON bytes, or an object serialised
+        now, before the clock starts)."""
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return await self._send(path, content)
+
+    async def _send(self, path: str, content: bytes) -> Outcome:
+        started = time.perf_counter()
+        retries = 0
+        while True:
+            try:
+                response = await self._http.post(path, content=content, headers=JSON_HEADERS)
+            except httpx.TimeoutException:
+                return self._outcome("timeout", None, started, retries)
+            except httpx.TransportError:
+                return self._outcome("connection", None, started, retries)
+            if response.is_success:
+                parsed = _json_object(response)
+                status = str(response.status_code) if parsed is not None else "bad_response"
+                return self._outcome(status, parsed, started, retries)
+            wait = retry_after_seconds(response.headers.get("retry-after"))
+            if (
+                response.status_code == 503
+                and wait is not None
+                and retries < self.retry.max_retries
+            ):
+                retries += 1
+                await asyncio.sleep(min(wait, self.retry.max_wait_s))
+                continue
+            return self._outcome(str(response.status_code), None, started, retries)
+
+    @staticmethod
+    def _outcome(status: str, body: JsonObject | None, started: float, retries: int) -> Outcome:
+        return Outcome(
+            status=status,
+            body=body,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            retries=retries,
+            answered_at=time.monotonic(),
+        )
+
+
+def _json_object(response: httpx.Response) -> dict[str, Any] | None:
+    try:
+        parsed = response.json()
+    except ValueError:
+        return None
+    return parsed if isinstance(parsed, dict) else None
