@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from index_builder.index_plan import IndexSpec, plan_index
-from index_builder.index_tuning import tune_index
 from index_builder.ivf_merge import write_ivf_from_parts
 from storage.index_files import trained_empty_index, write_index
+from storage.index_tuning import tune_index
 from storage.layout import index_file
 from storage.writer import FactoryIndex, IndexWriter, WrittenIndex
 

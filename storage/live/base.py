@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +30,10 @@ import numpy as np
 
 from formats.field_types import FieldType
 from storage.durability import fsync_path, replace_durably
-from storage.index_files import build_index, set_search_parameter, write_index
+from storage.index_files import build_index, write_index
+from storage.index_tuning import tune_index
 from storage.layout import index_file
-from storage.manifest import BundleError, IndexTuning, SweepPoint, verify_bundle
+from storage.manifest import BundleError, IndexTuning, verify_bundle
 from storage.reader import LoadedCollection, load_bundle
 from storage.writer import CollectionInput, WrittenIndex, write_bundle
 
@@ -74,7 +74,6 @@ class IndexPlan:
         if factory != "Flat" and lists is not None:
             tuning = _tune_nprobe(index, vectors, lists, self.target_recall)
             params = {"nprobe": tuning.value}
-            set_search_parameter(index, "nprobe", tuning.value)
         write_index(index, folder / name)
         return WrittenIndex(factory=factory, index_file=name, search_params=params, tuning=tuning)
 
@@ -88,48 +87,20 @@ def _ivf_lists(factory: str) -> int | None:
 
 def _tune_nprobe(index: Any, vectors: np.ndarray, lists: int, target: float) -> IndexTuning:
     """The smallest power-of-two ``nprobe`` whose recall@10 against exact search reaches
-    ``target``, over up to 200 stored rows as queries (each query's own row left out of both
-    answers)."""
-    rng = np.random.default_rng(_TUNING_SEED)
-    n = len(vectors)
-    rows = np.sort(rng.choice(n, size=min(_TUNING_QUERIES, n), replace=False))
-    queries = np.ascontiguousarray(vectors[rows])
-    k = min(10, n - 1)
-    exact_scores = queries @ vectors.T
-    exact_scores[np.arange(len(rows)), rows] = -np.inf
-    exact = np.argsort(-exact_scores, axis=1, kind="stable")[:, :k]
-    ivf: Any = faiss.extract_index_ivf(index)
-    sweep: list[SweepPoint] = []
-    value, recall = 1, 0.0
-    while True:
-        ivf.nprobe = value
-        started = time.perf_counter()
-        _, found = index.search(queries, k + 1)
-        seconds = time.perf_counter() - started
-        hits = 0
-        for query_row, answer, truth in zip(rows, found, exact, strict=True):
-            got = [int(r) for r in answer if r >= 0 and r != query_row][:k]
-            hits += len(set(got) & {int(r) for r in truth})
-        recall = hits / max(1, k * len(rows))
-        sweep.append(
-            SweepPoint(value=value, recall_at_10=recall, ms_per_query=seconds * 1000 / len(rows))
-        )
-        if recall >= target or value >= lists:
-            break
-        value = min(lists, value * 2)
-    return IndexTuning(
+    ``target`` (:func:`storage.index_tuning.tune_index`, as the index builder tunes bundles),
+    over up to 200 stored rows as queries."""
+    candidates = [min(lists, 1 << power) for power in range(lists.bit_length() + 1)]
+    tuning = tune_index(
+        index,
+        vectors,
+        "nprobe",
+        candidates,
         target_recall=target,
-        parameter="nprobe",
-        value=value,
-        recall_at_10=recall,
-        met=recall >= target,
-        held_out_queries=len(rows),
+        held_out_queries=_TUNING_QUERIES,
         seed=_TUNING_SEED,
-        queries=f"sample of {len(rows)} stored rows, each query's own row left out of both answers",
-        sweep=sweep,
-        index_kind="ivf-flat" if factory_is_flat_ivf(index) else "ivf",
-        reason="live collection compaction",
     )
+    kind = "ivf-flat" if factory_is_flat_ivf(index) else "ivf"
+    return tuning.model_copy(update={"index_kind": kind, "reason": "live collection compaction"})
 
 
 def factory_is_flat_ivf(index: Any) -> bool:

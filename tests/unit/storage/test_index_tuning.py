@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from index_builder.index_plan import IndexSpec, plan_index
-from index_builder.index_tuning import (
+from index_builder.index_writer import training_sample
+from storage.index_files import search_parameter, trained_empty_index
+from storage.index_tuning import (
     exact_kth_scores,
     held_out_rows,
     tie_aware_recall,
     tune_index,
     without_own_rows,
 )
-from index_builder.index_writer import training_sample
-from storage.index_files import search_parameter, trained_empty_index
 from tests.unit.index_builder.hard_vectors import hard_vectors, recall_on
 
 ROWS = 8000
