@@ -18,6 +18,11 @@ UV_VERSION=0.13.9
 
 [[ -x "$venv/bin/python" ]] || "${PYTHON:-python3}" -m venv "$venv"
 py="$venv/bin/python"
+# The Python client (clients/python, its own distribution) is installed beside the project: the
+# benchmark harness and the cluster router talk to the service through it; the dev extra adds its
+# integrations (LangChain, LlamaIndex) for their tests.
+client_extras=""
+if [[ ",$extras," == *,dev,* ]]; then client_extras="[pillow,langchain,llamaindex]"; fi
 
 install_with_uv() {
     "$py" -m pip install --quiet "uv==$UV_VERSION" 2>/dev/null || return 1
@@ -39,7 +44,7 @@ install_with_uv() {
     if [[ -n "$index_url" ]]; then args+=(--index-url "$index_url"); fi
     if [[ -n "${PYTHONDONTWRITEBYTECODE:-}" ]]; then args+=(--compile-bytecode); fi
     SSL_CERT_FILE=${SSL_CERT_FILE:-$cert} UV_PYTHON_DOWNLOADS=never \
-        "$venv/bin/uv" pip install --quiet --python "$py" "${args[@]}" -e ".[$extras]"
+        "$venv/bin/uv" pip install --quiet --python "$py" "${args[@]}" -e ".[$extras]" -e "./clients/python$client_extras"
 }
 
 if [[ "${CRISSCROSS_INSTALLER:-uv}" != pip ]] && install_with_uv; then
@@ -47,7 +52,7 @@ if [[ "${CRISSCROSS_INSTALLER:-uv}" != pip ]] && install_with_uv; then
 else
     echo "uv $UV_VERSION unavailable or not wanted: installing with pip" >&2
     "$py" -m pip install --quiet --upgrade pip
-    "$py" -m pip install --quiet -e ".[$extras]"
+    "$py" -m pip install --quiet -e ".[$extras]" -e "./clients/python$client_extras"
     installer=pip
 fi
 
