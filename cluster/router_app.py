@@ -8,7 +8,8 @@ Routes:
 - ``GET /healthz`` (the router is up), ``GET /readyz`` (every shard answers its health check
   in time, else 503 ``not_ready``), ``GET /v1/shards`` (the shard map and each shard's status).
 
-Errors have the service's one shape, ``{"error": {"code", "message", "request_id"}}``, through
+Errors have the service's one shape, ``{"error": {"code", "message", "request_id", "type",
+"param"}}``, through
 :func:`service.http.errors.install_error_handlers` (422 invalid input, 413 body too large, 404
 unknown route or collection, 503 not_ready); shards that do not answer under the ``fail`` policy are
 503 ``shards_unavailable`` + ``Retry-After`` + ``x-missing-shards`` (a code of this app: the
@@ -185,7 +186,15 @@ def shards_unavailable_response(
 ) -> JSONResponse:
     """503 ``shards_unavailable`` in the one error shape, naming the missing shards."""
     return JSONResponse(
-        {"error": {"code": SHARDS_UNAVAILABLE, "message": str(error), "request_id": request_id}},
+        {
+            "error": {
+                "code": SHARDS_UNAVAILABLE,
+                "message": str(error),
+                "request_id": request_id,
+                "type": "service_unavailable_error",
+                "param": None,
+            }
+        },
         status_code=503,
         headers={
             "Retry-After": str(retry_after_s),

@@ -49,8 +49,19 @@ class TextEncoderProtocol(Protocol):
         """onnxruntime providers really in use (``session.get_providers()``), priority order."""
         ...
 
+    @property
+    def matryoshka_dims(self) -> tuple[int, ...]:
+        """Dimensions below ``dim`` the model was trained to be cut to (the first n values,
+        renormalised, still an embedding); empty where a cut means nothing."""
+        ...
+
     def encode_texts(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts``: float32 ``[len(texts), dim]``, L2-normalised rows, C-contiguous."""
+        ...
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the encoder feeds the model for each of ``texts`` (after truncation at
+        ``max_tokens``, special tokens included)."""
         ...
 
 
@@ -86,6 +97,12 @@ class ImageEncoderProtocol(Protocol):
     @property
     def input_size(self) -> tuple[int, int]:
         """(height, width) in pixels of the tower's input tensor."""
+        ...
+
+    @property
+    def matryoshka_dims(self) -> tuple[int, ...]:
+        """Dimensions below ``dim`` the model was trained to be cut to; empty where a cut means
+        nothing."""
         ...
 
     def encode_images(self, images: Sequence[Image]) -> npt.NDArray[np.float32]:

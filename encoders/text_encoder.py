@@ -229,6 +229,13 @@ class OnnxTextEncoder(VariantTower):
                 embeddings[window_start + rows] = self._run(tokens.take(rows))
         return embeddings
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens fed to the model for each of ``texts``: after truncation at ``max_tokens``,
+        special tokens included (what ``usage`` of ``/v1/embeddings`` counts)."""
+        if isinstance(texts, str):
+            raise TypeError("count_tokens takes a sequence of texts, not a single str")
+        return [int(length) for length in self._tokenizer.encode(list(texts)).lengths]
+
     def _run(self, batch: TokenBatch) -> npt.NDArray[np.float32]:
         """One session run: ``[b, L]`` token tensors → float32 ``[b, dim]`` L2-normalised rows."""
         return self._session.run(batch.as_feed(self._input_names), len(batch.input_ids))

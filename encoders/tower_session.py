@@ -158,6 +158,12 @@ class VariantTower:
         return list(self._session.active_providers)
 
     @property
+    def matryoshka_dims(self) -> tuple[int, ...]:
+        """Dimensions below ``dim`` the model was trained to be cut to (``variant.json``'s
+        ``matryoshka_dims``); empty where a cut means nothing."""
+        return tuple(self._manifest.matryoshka_dims or ())
+
+    @property
     def manifest(self) -> VariantManifest:
         """The variant's verified manifest."""
         return self._manifest

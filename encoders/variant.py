@@ -200,6 +200,12 @@ class VariantManifest(_ManifestPart):
         default=None, description="Set on fp16/int8 variants computed from an fp32 variant."
     )
     created_at: AwareDatetime = Field(description="When the variant was exported (UTC).")
+    matryoshka_dims: list[PositiveInt] | None = Field(
+        default=None,
+        description="Dimensions below dim the model was trained to be cut to (Matryoshka "
+        "representation learning): the first n values, renormalised, are still an embedding. "
+        "None where a cut means nothing (the service then refuses such a cut).",
+    )
 
     @model_validator(mode="after")
     def _towers_match_their_sections(self) -> VariantManifest:
@@ -210,6 +216,9 @@ class VariantManifest(_ManifestPart):
                 raise ValueError(f"tower {tower!r} listed in towers iff its section is present")
         if MANIFEST_FILENAME in self.files:
             raise ValueError(f"{MANIFEST_FILENAME} cannot list its own hash")
+        cuts = self.matryoshka_dims or []
+        if any(cut >= self.dim for cut in cuts) or len(set(cuts)) != len(cuts):
+            raise ValueError(f"matryoshka_dims must be distinct and below dim {self.dim}: {cuts}")
         missing = sorted(set(self.referenced_files()) - set(self.files))
         if missing:
             raise ValueError(f"files used by the towers have no hash in 'files': {missing}")
@@ -256,7 +265,10 @@ def write_variant_manifest(variant_dir: Path, manifest: VariantManifest) -> Path
     """
     variant_dir = Path(variant_dir)
     target = variant_dir / MANIFEST_FILENAME
-    text = json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    # matryoshka_dims is written only where declared: manifests without it read as before.
+    unset = {"matryoshka_dims"} if manifest.matryoshka_dims is None else None
+    document = manifest.model_dump(mode="json", exclude=unset)
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     descriptor, temp_name = tempfile.mkstemp(dir=variant_dir, prefix=".variant.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:

@@ -1,7 +1,9 @@
 """Per-request context carried in the ASGI scope: request id and stage timings.
 
 The outermost middleware creates it; routes record the time spent decoding images, encoding and
-searching; the middleware turns it into response headers, the access log line and metrics.
+searching; the middleware turns it into response headers, the access log line and metrics. When
+the request is traced, each recorded stage also becomes a span (:class:`StageSpans`), made from
+the very readings the stage's time is: the span and the ``x-timing-*`` header cannot disagree.
 """
 
 from __future__ import annotations
@@ -13,11 +15,23 @@ import secrets
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Literal, Protocol
 
 from starlette.types import Scope
 
 SCOPE_KEY = "crisscross.request"
 _REQUEST_ID_CHARS = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+Stage = Literal["decode", "queue", "encode", "search", "write", "fsync"]
+"""A timed stage of a request: each has its ``x-timing-<stage>-ms`` header."""
+
+
+class StageSpans(Protocol):
+    """Where a traced request's stages go (:mod:`service.telemetry.tracing`): one span each."""
+
+    def stage(self, name: Stage, started_s: float, ended_s: float) -> None:
+        """Record stage ``name`` from ``started_s`` to ``ended_s`` (``perf_counter`` seconds)."""
 
 
 @dataclass
@@ -26,6 +40,9 @@ class RequestContext:
 
     ``started_s`` and ``deadline_s`` are ``time.perf_counter()`` readings in seconds; work for
     the request that has not started by ``deadline_s`` is dropped (infinite: no deadline).
+    ``spans`` is set only while the request is traced and sampled: each ``add_*_ms`` given the
+    stage's start (``started_s``) then hands it the same interval. Untraced, it stays None and
+    recording a stage costs one comparison more.
     """
 
     request_id: str
@@ -35,27 +52,50 @@ class RequestContext:
     queue_ms: float | None = None
     encode_ms: float | None = None
     search_ms: float | None = None
+    write_ms: float | None = None
+    fsync_ms: float | None = None
+    spans: StageSpans | None = None
 
     @property
     def deadline_s(self) -> float:
         """``started_s + timeout_s``: the ``perf_counter`` time by which work must start."""
         return self.started_s + self.timeout_s
 
-    def add_decode_ms(self, elapsed_ms: float) -> None:
+    def _span(self, name: Stage, elapsed_ms: float, started_s: float | None) -> None:
+        spans = self.spans
+        if spans is not None and started_s is not None:
+            spans.stage(name, started_s, started_s + elapsed_ms / 1000.0)
+
+    def add_decode_ms(self, elapsed_ms: float, started_s: float | None = None) -> None:
         """Add time spent turning image payloads (base64, file bytes) into RGB pixels."""
         self.decode_ms = (self.decode_ms or 0.0) + elapsed_ms
+        self._span("decode", elapsed_ms, started_s)
 
-    def add_queue_ms(self, elapsed_ms: float) -> None:
+    def add_queue_ms(self, elapsed_ms: float, started_s: float | None = None) -> None:
         """Add time spent waiting in an encoder's queue for a batch to start."""
         self.queue_ms = (self.queue_ms or 0.0) + elapsed_ms
+        self._span("queue", elapsed_ms, started_s)
 
-    def add_encode_ms(self, elapsed_ms: float) -> None:
+    def add_encode_ms(self, elapsed_ms: float, started_s: float | None = None) -> None:
         """Add time spent in the encoder (a request may encode more than once)."""
         self.encode_ms = (self.encode_ms or 0.0) + elapsed_ms
+        self._span("encode", elapsed_ms, started_s)
 
-    def add_search_ms(self, elapsed_ms: float) -> None:
+    def add_search_ms(self, elapsed_ms: float, started_s: float | None = None) -> None:
         """Add time spent in faiss and vector lookups."""
         self.search_ms = (self.search_ms or 0.0) + elapsed_ms
+        self._span("search", elapsed_ms, started_s)
+
+    def add_write_ms(self, elapsed_ms: float, started_s: float | None = None) -> None:
+        """Add time from handing a write to a live collection's writer until it was durable
+        and visible (its turn, staging and the group's fsync)."""
+        self.write_ms = (self.write_ms or 0.0) + elapsed_ms
+        self._span("write", elapsed_ms, started_s)
+
+    def add_fsync_ms(self, elapsed_ms: float, started_s: float | None = None) -> None:
+        """Add time the write's group spent appending to the log and fsyncing it."""
+        self.fsync_ms = (self.fsync_ms or 0.0) + elapsed_ms
+        self._span("fsync", elapsed_ms, started_s)
 
     def elapsed_ms(self) -> float:
         """Milliseconds since the request reached the service."""

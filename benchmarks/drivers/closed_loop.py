@@ -2,7 +2,7 @@
 previous one answered (peak throughput).
 
 Each worker has its own :class:`~benchmarks.drivers.sender.Sender` (a raw keep-alive connection
-in the load run, an httpx API call in the quality and compare runs' latency sections) and sends
+in the load run, an API client call in the quality and compare runs' latency sections) and sends
 until ``max_requests`` have been started or ``duration_s`` has passed. A request's latency runs
 from the moment it was started to its complete answer. Throughput is bounded by the service
 *and* by the number of workers: it is the right tool for "how many requests per second at most",

@@ -1,26 +1,31 @@
-"""A light asyncio HTTP client for the Crisscross v1 API (``docs/contracts.md``).
+"""The harness's view of the Crisscross v1 API (``docs/contracts.md``), over the project's
+Python client (:class:`crisscross_client.AsyncClient`, ``clients/python``).
 
-One :class:`httpx.AsyncClient` with a keep-alive connection pool serves every concurrent request
-of a run. The client retries only a ``503`` that carries ``Retry-After`` (overloaded / not
-ready), a bounded number of times, sleeping what the header asks (capped). Any other non-2xx
-answer raises :class:`ServiceError` carrying the service's error body
-(``{"error": {"code", "message", "request_id"}}``). A call of the client can be put behind the
-drivers' one interface with :mod:`benchmarks.drivers.client_sender`.
+One client with a keep-alive connection pool serves every concurrent request of a run. The
+harness retries only a ``503`` that carries ``Retry-After`` (overloaded / not ready), a bounded
+number of times, sleeping what the header asks (capped): :meth:`RetryPolicy.client_policy` is
+that rule as the client's retry policy. Any other non-2xx answer raises :class:`ServiceError`
+carrying the service's error body (``{"error": {"code", "message", "request_id", ...}}``); a
+request that got no answer raises the ``httpx`` transport error it failed with. Answers are read
+leniently (only the fields the harness uses), so a report's numbers depend on the service's
+answers alone. A call of the client can be put behind the drivers' one interface with
+:mod:`benchmarks.drivers.client_sender`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
 import httpx
+
+import crisscross_client
+from crisscross_client import retry_after_seconds as retry_after_seconds
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +81,17 @@ class RetryPolicy:
     max_retries: int = 5
     max_wait_s: float = 30.0
 
+    def client_policy(self) -> crisscross_client.RetryPolicy:
+        """This rule as the client's policy: 503 with ``Retry-After`` only, no backoff of
+        its own, a request that got no answer not retried."""
+        return crisscross_client.RetryPolicy(
+            max_retries=self.max_retries,
+            max_retry_after_s=self.max_wait_s,
+            statuses=frozenset({503}),
+            require_retry_after=True,
+            retry_connection_errors=False,
+        )
+
 
 @dataclass(frozen=True)
 class SearchResponse:
@@ -105,48 +121,15 @@ class ScoreResponse:
     bundle_version: str | None
 
 
-def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP-date).
-
-    Returns:
-        The wait (≥ 0), or ``None`` when the header is absent or unparseable.
-    """
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        return max(0.0, float(text))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
-
-
-def _service_error(response: httpx.Response) -> ServiceError:
-    code: str | None = None
-    message = response.text[:500]
-    request_id = response.headers.get("x-request-id")
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        code = str(error.get("code")) if error.get("code") is not None else None
-        message = str(error.get("message", message))
-        request_id = str(error.get("request_id") or request_id or "") or None
+def _service_error(error: crisscross_client.CrisscrossError) -> ServiceError:
+    """The harness's exception for an error answer the client raised."""
     return ServiceError(
-        status=response.status_code,
-        code=code,
-        error_message=message,
-        request_id=request_id,
-        method=response.request.method,
-        url=str(response.request.url),
+        status=error.status or 0,
+        code=error.code,
+        error_message=error.message,
+        request_id=error.request_id,
+        method=error.method or "",
+        url=error.url or "",
     )
 
 
@@ -192,7 +175,8 @@ def _search_response(answer: JsonObject) -> SearchResponse:
 
 
 class CrisscrossClient:
-    """Async client of one Crisscross service.
+    """Async client of one Crisscross service (a :class:`crisscross_client.AsyncClient` with
+    the harness's retry rule and lenient answers).
 
     Use as ``async with CrisscrossClient(url) as client: ...``.
 
@@ -203,6 +187,7 @@ class CrisscrossClient:
         retry: the 503 + ``Retry-After`` retry policy.
         transport: an httpx transport to use instead of the network (tests pass
             :class:`httpx.MockTransport`).
+        api_key: an API key for a service that requires one.
     """
 
     def __init__(
@@ -213,17 +198,19 @@ class CrisscrossClient:
         max_connections: int = 16,
         retry: RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
+        self.api = crisscross_client.AsyncClient(
+            self.base_url,
+            api_key=api_key,
+            timeout=timeout_s,
+            retry=self.retry.client_policy(),
+            max_connections=max_connections,
             transport=transport,
         )
+        """The project's client underneath (typed methods of every public route)."""
 
     async def __aenter__(self) -> CrisscrossClient:
         return self
@@ -238,7 +225,27 @@ class CrisscrossClient:
 
     async def aclose(self) -> None:
         """Close the connection pool."""
-        await self._http.aclose()
+        await self.api.aclose()
+
+    async def _request(
+        self, method: str, path: str, body: JsonObject | None = None, *, retry: bool = True
+    ) -> httpx.Response:
+        """The 2xx answer of one request (every request the harness makes may be repeated:
+        reads, searches, upserts and deletes by id).
+
+        Raises:
+            ServiceError: a non-2xx answer (after retries).
+            httpx.TransportError: the connection failed or timed out.
+        """
+        try:
+            return await self.api.request(method, path, json=body, idempotent=True, retry=retry)
+        except crisscross_client.ConnectionFailedError as failure:
+            cause = failure.__cause__
+            if isinstance(cause, httpx.TransportError):
+                raise cause from None
+            raise
+        except crisscross_client.CrisscrossError as error:
+            raise _service_error(error) from error
 
     async def request_json(
         self, method: str, path: str, body: JsonObject | None = None, *, retry: bool = True
@@ -256,37 +263,21 @@ class CrisscrossClient:
                 object.
             httpx.TransportError: the connection failed or timed out.
         """
-        attempt = 0
-        while True:
-            response = await self._http.request(method, path, json=body)
-            if response.is_success:
-                try:
-                    parsed = response.json()
-                except ValueError:
-                    parsed = None
-                if not isinstance(parsed, dict):
-                    raise ServiceError(
-                        response.status_code,
-                        "bad_response",
-                        f"expected a JSON object, got {response.text[:200]!r}",
-                        response.headers.get("x-request-id"),
-                        method,
-                        str(response.request.url),
-                    )
-                return parsed
-            wait = retry_after_seconds(response.headers.get("retry-after"))
-            if (
-                retry
-                and response.status_code == 503
-                and wait is not None
-                and attempt < self.retry.max_retries
-            ):
-                attempt += 1
-                wait = min(wait, self.retry.max_wait_s)
-                logger.debug("%s %s -> 503; retry %d in %.2fs", method, path, attempt, wait)
-                await asyncio.sleep(wait)
-                continue
-            raise _service_error(response)
+        response = await self._request(method, path, body, retry=retry)
+        try:
+            parsed = response.json()
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ServiceError(
+                response.status_code,
+                "bad_response",
+                f"expected a JSON object, got {response.text[:200]!r}",
+                response.headers.get("x-request-id"),
+                method,
+                str(response.request.url),
+            )
+        return parsed
 
     async def metrics_text(self) -> str:
         """The Prometheus exposition of ``GET /metrics``.
@@ -294,18 +285,16 @@ class CrisscrossClient:
         Raises:
             ServiceError: a non-2xx answer.
         """
-        response = await self._http.get("/metrics")
-        if not response.is_success:
-            raise _service_error(response)
-        return response.text
+        return (await self._request("GET", "/metrics", retry=False)).text
 
     async def readyz(self) -> bool:
         """Whether ``GET /readyz`` answers 200 now (connection errors count as not ready)."""
         try:
-            response = await self._http.get("/readyz")
-        except httpx.TransportError:
+            await self.api.request("GET", "/readyz", retry=False)
+        except crisscross_client.CrisscrossError:
             return False
-        return response.status_code == 200
+        info = self.api.last_response
+        return info is not None and info.status == 200
 
     async def wait_ready(self, timeout_s: float = 120.0, interval_s: float = 0.5) -> None:
         """Poll ``GET /readyz`` until it answers 200.

@@ -6,7 +6,7 @@ complete answer and returns its HTTP status; a request that got no complete HTTP
 
 - :class:`benchmarks.drivers.raw_http.RawSender`: one raw keep-alive HTTP/1.1 connection and
   pre-serialised requests, the answer framed but not decoded (the load run: a light client);
-- :class:`benchmarks.drivers.client_sender.ClientSender`: one call of the httpx API client, the
+- :class:`benchmarks.drivers.client_sender.ClientSender`: one call of the API client, the
   answer decoded in full (the quality and compare runs' latency sections).
 
 The closed-loop (:mod:`benchmarks.drivers.closed_loop`) and open-loop

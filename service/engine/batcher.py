@@ -111,6 +111,11 @@ class EncodeResult:
     """What the request's :data:`FollowUp` returned (None without one)."""
     follow_up_s: float = 0.0
     """Seconds the follow-up took."""
+    started_s: float = 0.0
+    """When the batch's encoder call started (``perf_counter``): the request queued from
+    ``started_s - queue_s`` until then, and was encoded until ``started_s + encode_s``."""
+    follow_up_started_s: float = 0.0
+    """When the follow-up started (``perf_counter``; it took ``follow_up_s``)."""
 
 
 @dataclass(eq=False)
@@ -148,7 +153,12 @@ def _follow(job: _Job[Any], result: EncodeResult) -> EncodeResult | BaseExceptio
         value = job.follow_up(result.rows)
     except Exception as error:
         return error
-    return dataclasses.replace(result, follow_up=value, follow_up_s=time.perf_counter() - started)
+    return dataclasses.replace(
+        result,
+        follow_up=value,
+        follow_up_s=time.perf_counter() - started,
+        follow_up_started_s=started,
+    )
 
 
 def _group_of(job: _Job[Any]) -> Hashable | None:
@@ -186,7 +196,9 @@ def _follow_all(
             outcomes[position] = (
                 value
                 if isinstance(value, BaseException)
-                else dataclasses.replace(result, follow_up=value, follow_up_s=elapsed)
+                else dataclasses.replace(
+                    result, follow_up=value, follow_up_s=elapsed, follow_up_started_s=started
+                )
             )
     return [
         (job, outcome if outcome is not None else _follow(job, result))
@@ -437,7 +449,10 @@ class Batcher(Generic[Input]):
                     )
                 )
                 continue
-            done.append((job, EncodeResult(rows, job.queue_s, encode_s, len(inputs), len(jobs))))
+            result = EncodeResult(
+                rows, job.queue_s, encode_s, len(inputs), len(jobs), started_s=started
+            )
+            done.append((job, result))
         for job, outcome in _follow_all(done):
             job.settle(outcome)
 

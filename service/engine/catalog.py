@@ -17,7 +17,7 @@ the collections.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,6 +97,9 @@ class ServedVariant:
     """Micro-batches the text tower's calls across requests (None without a text tower)."""
     image_batcher: Batcher[Image] | None = None
     """Micro-batches the image tower's calls across requests (None without an image tower)."""
+    created: int = 0
+    """When the variant's files were written (``variant.json``'s modification time, Unix
+    seconds); 0 where unknown."""
 
     def batcher(self, tower: Tower) -> Batcher[Any]:
         """The batcher of ``tower``; :class:`TowerMissingError` when the variant lacks the tower
@@ -150,6 +153,19 @@ class ServedVariant:
         """Providers in use by any tower, de-duplicated, text tower's first."""
         merged = [name for names in self.providers_by_tower.values() for name in names]
         return list(dict.fromkeys(merged))
+
+    @property
+    def matryoshka_dims(self) -> tuple[int, ...]:
+        """Dimensions below :attr:`dim` the variant may be cut to (its towers agree on them
+        through the shared ``variant.json``); empty where a cut means nothing."""
+        return tuple(self.encoders.primary.matryoshka_dims)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the text tower feeds its model for each of ``texts``;
+        :class:`TowerMissingError` without a text tower."""
+        if self.encoders.text is None:
+            raise TowerMissingError(f"variant {self.name!r} has no text tower")
+        return self.encoders.text.count_tokens(texts)
 
     @property
     def max_tokens(self) -> int | None:

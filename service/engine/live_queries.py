@@ -103,7 +103,7 @@ async def search_live(
         found = await run_in_threadpool(live_page, view, spec.name, vector, page)
     finally:
         seconds = time.perf_counter() - started
-        context.add_search_ms(seconds * 1000.0)
+        context.add_search_ms(seconds * 1000.0, started)
         metrics.search_seconds.labels(spec.variant or "", spec.name).observe(seconds)
     return view.seq, found
 

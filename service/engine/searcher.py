@@ -201,9 +201,9 @@ class Searcher:
             try:
                 page = await run_in_threadpool(find, vector[None, :])
             finally:
-                self._record_search(context, served, time.perf_counter() - started)
+                self._record_search(context, served, started, time.perf_counter() - started)
             return Answer.of(variant, served, page)
-        self._record_search(context, served, result.follow_up_s)
+        self._record_search(context, served, result.follow_up_started_s, result.follow_up_s)
         return Answer.of(variant, served, cast("SearchPage", result.follow_up))
 
     def _page_search(self, served: ServedCollection, page: PageRequest) -> PageSearch:
@@ -244,13 +244,13 @@ class Searcher:
                 outcome[position] = error
                 continue
             planned[position] = (variant, find)
-        context.add_search_ms((time.perf_counter() - started) * 1000.0)
+        context.add_search_ms((time.perf_counter() - started) * 1000.0, started)
         await self._encode_many(context, queries, planned, vectors, outcome)
         started = time.perf_counter()
         try:
             pages = await run_in_threadpool(self._search_planned, planned, vectors)
         finally:
-            context.add_search_ms((time.perf_counter() - started) * 1000.0)
+            context.add_search_ms((time.perf_counter() - started) * 1000.0, started)
         for position, page in pages.items():
             variant, find = planned[position]
             outcome[position] = Answer.of(variant, find.served, page)
@@ -373,7 +373,7 @@ class Searcher:
         for index, side in enumerate(sides):
             if isinstance(side, ItemSide | VectorSide):
                 given[index] = self._given_vector(catalog, variant, side, versions)
-        context.add_search_ms((time.perf_counter() - started) * 1000.0)
+        context.add_search_ms((time.perf_counter() - started) * 1000.0, started)
 
         first_payload: dict[str | bytes, ImagePayload] = {}
         for side in sides:
@@ -464,8 +464,9 @@ class Searcher:
         follow_up: FollowUp | None = None,
     ) -> EncodeResult:
         result = await variant.batcher(tower).submit(inputs, context.deadline_s, follow_up)
-        context.add_queue_ms(result.queue_s * 1000.0)
-        context.add_encode_ms(result.encode_s * 1000.0)
+        started = result.started_s
+        context.add_queue_ms(result.queue_s * 1000.0, started - result.queue_s)
+        context.add_encode_ms(result.encode_s * 1000.0, started)
         return result
 
     async def _embed_images(
@@ -481,12 +482,20 @@ class Searcher:
         assert follow_up is None or len(payloads) == 1
         decode_s = 0.0
         results: list[EncodeResult] = []
+
+        def decoded(started: float) -> None:
+            # Each decode interval is the context's (and, traced, a span); the metric takes the sum.
+            nonlocal decode_s
+            elapsed = time.perf_counter() - started
+            decode_s += elapsed
+            context.add_decode_ms(elapsed * 1000.0, started)
+
         try:
             started = time.perf_counter()
             try:
                 blobs = await run_in_threadpool(_all_bytes, payloads)
             finally:
-                decode_s += time.perf_counter() - started
+                decoded(started)
             group: list[Image] = []
             group_pixels = 0
             for payload, blob in zip(payloads, blobs, strict=True):
@@ -496,7 +505,7 @@ class Searcher:
                         decode_payload, payload.where, blob, self._image_limits
                     )
                 finally:
-                    decode_s += time.perf_counter() - started
+                    decoded(started)
                 group.append(image)
                 group_pixels += image.width * image.height
                 if group_pixels >= self._image_limits.max_pixels:
@@ -508,7 +517,6 @@ class Searcher:
             self._metrics.images_refused.labels(error.reason).inc()
             raise
         finally:
-            context.add_decode_ms(decode_s * 1000.0)
             self._metrics.image_decode_seconds.observe(decode_s)
         if len(results) == 1:
             return results[0]
@@ -522,9 +530,9 @@ class Searcher:
         )
 
     def _record_search(
-        self, context: RequestContext, served: ServedCollection, seconds: float
+        self, context: RequestContext, served: ServedCollection, started: float, seconds: float
     ) -> None:
-        context.add_search_ms(seconds * 1000.0)
+        context.add_search_ms(seconds * 1000.0, started)
         self._metrics.search_seconds.labels(served.variant, served.name).observe(seconds)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from service.exceptions import DomainError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
+from service.request_context import RequestContext
 from storage.live.base import BaseError
 from storage.live.collection import Compaction, LiveCollection, Snapshot
 from storage.live.log import LogError
@@ -46,7 +47,17 @@ class WriteResult:
 class _Pending:
     plan: Plan
     future: asyncio.Future[WriteResult]
+    context: RequestContext | None = None
     queued: float = field(default_factory=time.perf_counter)
+
+
+@dataclass(frozen=True)
+class _Commit:
+    """What one group's commit did: each write's outcome, and when the log append and fsync
+    started and ended (``perf_counter``; None when nothing was logged)."""
+
+    outcomes: list[WriteResult | BaseException]
+    fsync: tuple[float, float] | None = None
 
 
 class CollectionWriter:
@@ -75,11 +86,12 @@ class CollectionWriter:
         self._flushing: asyncio.Task[None] | None = None
         self._closed = False
 
-    async def write(self, plan: Plan) -> WriteResult:
+    async def write(self, plan: Plan, context: RequestContext | None = None) -> WriteResult:
         """Order, log (fsynced) and apply the operation ``plan`` makes; returns once readers see
         it. Raises the plan's :class:`DomainError`, :class:`OverloadedError` when
         ``max_pending_writes`` requests wait already, :class:`WriteFailedError` when the log
-        fails."""
+        fails. The request's ``context`` gets the write's time (handed over until durable and
+        visible) and its group's fsync time."""
         if self._closed:
             raise WriteFailedError(
                 f"collection {self.collection.name!r} is closing", self._retry_after_s
@@ -91,7 +103,7 @@ class CollectionWriter:
                 self._retry_after_s,
             )
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Pending(plan, future))
+        self._pending.append(_Pending(plan, future, context))
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self._flush())
         return await asyncio.shield(future)
@@ -100,9 +112,9 @@ class CollectionWriter:
         loop = asyncio.get_running_loop()
         while self._pending:
             group, self._pending = self._pending, []
-            outcomes = await loop.run_in_executor(self._thread, self._commit, group)
+            commit = await loop.run_in_executor(self._thread, self._commit, group)
             now = time.perf_counter()
-            for pending, outcome in zip(group, outcomes, strict=True):
+            for pending, outcome in zip(group, commit.outcomes, strict=True):
                 if pending.future.done():
                     continue
                 if isinstance(outcome, BaseException):
@@ -110,6 +122,12 @@ class CollectionWriter:
                 else:
                     pending.future.set_result(outcome)
                     self._metrics.write_seconds.observe(now - pending.queued)
+                    context = pending.context
+                    if context is not None:
+                        context.add_write_ms((now - pending.queued) * 1000.0, pending.queued)
+                        if commit.fsync is not None:
+                            began, ended = commit.fsync
+                            context.add_fsync_ms((ended - began) * 1000.0, began)
             if self._due_for_compaction():
                 # Writes that arrive meanwhile wait for it: they form the next group.
                 with contextlib.suppress(WriteFailedError):
@@ -166,7 +184,7 @@ class CollectionWriter:
         writes go on meanwhile. Raises :class:`BaseError` when it cannot be written."""
         return await asyncio.to_thread(self.collection.snapshot, root)
 
-    def _commit(self, group: list[_Pending]) -> list[WriteResult | BaseException]:
+    def _commit(self, group: list[_Pending]) -> _Commit:
         """Blocking (the writer's thread): stage every plan in order, then one log append."""
         collection = self.collection
         outcomes: list[WriteResult | BaseException] = []
@@ -183,6 +201,7 @@ class CollectionWriter:
                 continue
             outcomes.append(WriteResult(seq, done))
             staged.append(len(outcomes) - 1)
+        fsync: tuple[float, float] | None = None
         if staged:
             started = time.perf_counter()
             try:
@@ -192,12 +211,13 @@ class CollectionWriter:
                 for position in staged:
                     outcomes[position] = failure
             else:
-                self._metrics.log_fsync_seconds.observe(time.perf_counter() - started)
+                fsync = (started, time.perf_counter())
+                self._metrics.log_fsync_seconds.observe(fsync[1] - started)
                 self._metrics.write_group_size.observe(len(staged))
         self._metrics.record_collection(
             collection.name, collection.view().count, collection.rows, collection.log_bytes
         )
-        return outcomes
+        return _Commit(outcomes, fsync)
 
     def _failed(self, error: LogError) -> WriteFailedError:
         return WriteFailedError(

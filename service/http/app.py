@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from fastapi import FastAPI
@@ -33,6 +33,7 @@ from service.http.routes import (
     collections,
     embed,
     health,
+    openai_compat,
     page,
     score,
     search,
@@ -44,6 +45,10 @@ from service.lifecycle.state import STATE_ATTRIBUTE, ServiceState, publish_catal
 from service.metrics import ServiceMetrics
 from service.process_layout import ProcessLayout
 from service.settings import BULK_ROUTE, UPLOAD_ROUTE, Settings
+from service.telemetry.tracing import start_tracing
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 logger = logging.getLogger("crisscross.service")
 
@@ -51,7 +56,9 @@ API_VERSION = "1"
 # The routes that encode or search: the in-flight limit counts these.
 COLLECTIONS_PREFIX = "/v1/collections/"
 """The write routes of live collections (their body limit is max_write_body_bytes)."""
-WORK_ROUTES = frozenset({"/v1/search", UPLOAD_ROUTE, BULK_ROUTE, "/v1/score", "/v1/embed"})
+WORK_ROUTES = frozenset(
+    {"/v1/search", UPLOAD_ROUTE, BULK_ROUTE, "/v1/score", "/v1/embed", "/v1/embeddings"}
+)
 CORS_REQUEST_HEADERS = ["authorization", "x-api-key", "content-type", "x-request-id"]
 CORS_EXPOSED_HEADERS = [
     "x-request-id",
@@ -60,6 +67,8 @@ CORS_EXPOSED_HEADERS = [
     "x-timing-queue-ms",
     "x-timing-encode-ms",
     "x-timing-search-ms",
+    "x-timing-write-ms",
+    "x-timing-fsync-ms",
     "x-timing-total-ms",
 ]
 CORS_MAX_AGE_S = 600
@@ -70,6 +79,8 @@ ROUTERS = (
     search.upload_router,
     score.router,
     embed.router,
+    openai_compat.router,
+    openai_compat.models_router,
     catalog.router,
     admin.router,
     health.router,
@@ -133,6 +144,7 @@ def create_app(
     *,
     encoder_factory: EncoderFactory | None = None,
     layout: ProcessLayout | None = None,
+    span_exporter: SpanExporter | None = None,
 ) -> FastAPI:
     """Build the service app for ``settings``.
 
@@ -143,7 +155,9 @@ def create_app(
     default is :func:`onnx_encoder_factory`, which reads the towers from ``variant.json``.
     ``layout`` places the app among several worker processes (:mod:`service.runtime.workers`): its
     metrics are then written for all of them to read and its reloads reach them all. Nothing
-    else is shared between apps.
+    else is shared between apps. With ``otlp_endpoint`` set, the app traces its requests
+    (:mod:`service.telemetry.tracing`: a provider of this process's own), exporting to
+    ``span_exporter`` when one is given (tests), else over OTLP/HTTP.
     """
     layout = layout or ProcessLayout()
     state = ServiceState(
@@ -154,6 +168,7 @@ def create_app(
         broadcast=None if layout.reload_dir is None else ReloadBroadcast(layout.reload_dir),
     )
     state.metrics.workers.set(layout.workers)
+    tracing = start_tracing(settings, span_exporter)  # None unless otlp_endpoint is set
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -197,6 +212,8 @@ def create_app(
                         await state.catalog.close(settings.graceful_shutdown_s)
                     if state.copies is not None:
                         await anyio.to_thread.run_sync(state.copies.close)
+                    if tracing is not None:  # the spans still queued go out
+                        await anyio.to_thread.run_sync(tracing.shutdown)
                 tasks.cancel_scope.cancel()
 
     app = FastAPI(
@@ -268,6 +285,8 @@ def create_app(
         metrics=state.metrics,
         max_request_id_chars=settings.max_request_id_chars,
         request_timeout_s=settings.request_timeout_s,
+        tracing=tracing,
+        access_log_format=settings.access_log_format,
     )
     for router in ROUTERS:
         app.include_router(router)
@@ -288,7 +307,9 @@ def _document_as_configured(app: FastAPI, state: ServiceState, keys: KeyRing) ->
         dims = tuple(sorted(state.searcher.vector_dims(catalog))) if catalog is not None else ()
         if app.openapi_schema is None or made_for != dims:
             app.openapi_schema = None
-            app.openapi_schema = configured_document(generate(), state.settings, keys, dims)
+            app.openapi_schema = configured_document(
+                generate(), state.settings, keys, dims, WORK_ROUTES
+            )
             made_for = dims
         return app.openapi_schema
 

@@ -247,29 +247,38 @@ class ApiKeyMiddleware:
         await response(scope, receive, send)
 
 
+_ROLE_NAMES = (
+    "A requirement's role names say which key: none, any configured key (read_keys, write_keys "
+    "or admin_keys); 'write', a write or admin key; 'admin', an admin key."
+)
 SECURITY_SCHEMES: dict[str, Any] = {
     "bearerKey": {
         "type": "http",
         "scheme": "bearer",
-        "description": "An API key as 'Authorization: Bearer <key>' (read_keys or admin_keys).",
+        "description": f"An API key as 'Authorization: Bearer <key>'. {_ROLE_NAMES}",
     },
     "apiKeyHeader": {
         "type": "apiKey",
         "in": "header",
         "name": API_KEY_HEADER,
-        "description": "An API key as 'x-api-key: <key>' (read_keys or admin_keys).",
+        "description": f"An API key as 'x-api-key: <key>'. {_ROLE_NAMES}",
     },
+}
+_REQUIRED_ROLES: dict[Role, list[str]] = {
+    "read": [],
+    "write": ["write"],
+    "manage": ["admin"],
+    "admin": ["admin"],
 }
 
 
 def document_security(schema: dict[str, Any], keys: KeyRing) -> dict[str, Any]:
-    """Declare in an OpenAPI document the key checks this server really makes: the key schemes,
-    and on each operation that needs a key here, a ``security`` requirement accepting either
-    scheme (read routes only where read keys are configured; admin routes where admin keys
-    are). With no keys configured the document declares none. Returns ``schema``, changed in
-    place."""
-    requirement: list[dict[str, list[str]]] = [{name: []} for name in SECURITY_SCHEMES]
-    declared = False
+    """Declare in an OpenAPI document the ways a key is sent (``components.securitySchemes``,
+    always) and the key checks this server really makes: on each operation that needs a key
+    here, a ``security`` requirement accepting either scheme, with the role the key must have
+    (OpenAPI 3.1's role names: none for any key, ``write``, ``admin``) — read and write routes
+    only where read keys are configured, admin routes where admin keys are. With no keys
+    configured no operation requires one. Returns ``schema``, changed in place."""
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
             role = required_role(path, method)
@@ -277,8 +286,7 @@ def document_security(schema: dict[str, Any], keys: KeyRing) -> dict[str, Any]:
                 continue
             if role == "admin" and not keys.admin_configured:
                 continue
-            operation["security"] = requirement
-            declared = True
-    if declared:
-        schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
+            roles = _REQUIRED_ROLES[role]
+            operation["security"] = [{name: list(roles)} for name in SECURITY_SCHEMES]
+    schema.setdefault("components", {})["securitySchemes"] = SECURITY_SCHEMES
     return schema

@@ -200,9 +200,37 @@ def _printable(message: str) -> str:
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS] + "…"
 
 
-def error_body(code: ErrorCode, message: str, request_id: str) -> dict[str, dict[str, str]]:
-    """The JSON body of every error response (the message made safe to encode as UTF-8)."""
-    return {"error": {"code": code.value, "message": _printable(message), "request_id": request_id}}
+_KIND_OF_STATUS: Mapping[int, str] = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    500: "server_error",
+    503: "service_unavailable_error",
+}
+"""OpenAI's error ``type`` of each status that has its own; every other 4xx is
+``invalid_request_error``."""
+
+
+def error_kind(code: ErrorCode) -> str:
+    """The error's ``type`` in OpenAI's terms (the ``openai`` package and its peers read it)."""
+    return _KIND_OF_STATUS.get(STATUS_OF[code], "invalid_request_error")
+
+
+def error_body(
+    code: ErrorCode, message: str, request_id: str, *, param: str | None = None
+) -> dict[str, dict[str, str | None]]:
+    """The JSON body of every error response (the message made safe to encode as UTF-8):
+    ``code``, ``message`` and ``request_id``, and OpenAI's ``type`` and ``param`` (the request
+    field at fault, where one is)."""
+    return {
+        "error": {
+            "code": code.value,
+            "message": _printable(message),
+            "request_id": request_id,
+            "type": error_kind(code),
+            "param": param,
+        }
+    }
 
 
 def item_error(error: DomainError) -> tuple[int, dict[str, str]]:
@@ -218,10 +246,13 @@ def error_response(
     request_id: str,
     *,
     headers: Mapping[str, str] | None = None,
+    param: str | None = None,
 ) -> JSONResponse:
     """A complete error response: status from :data:`STATUS_OF`, body from :func:`error_body`."""
     return JSONResponse(
-        error_body(code, message, request_id), status_code=STATUS_OF[code], headers=headers
+        error_body(code, message, request_id, param=param),
+        status_code=STATUS_OF[code],
+        headers=headers,
     )
 
 
@@ -270,8 +301,13 @@ async def _domain_error_handler(request: Request, exc: Exception) -> Response:
 
 async def _validation_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    param = _location(errors[0].get("loc", ())) if errors else None
     return error_response(
-        ErrorCode.INVALID_INPUT, validation_message(exc.errors()), request_id_of(request.scope)
+        ErrorCode.INVALID_INPUT,
+        validation_message(errors),
+        request_id_of(request.scope),
+        param=None if param == "body" else param,
     )
 
 

@@ -26,6 +26,7 @@ from service.http.errors import ErrorCode, ServiceError
 from service.http.schemas.bulk import BulkSearchRequest
 from service.http.schemas.collections import DeleteRequest, GetRequest, UpsertRequest
 from service.http.schemas.embed import EmbedImages, EmbedTexts
+from service.http.schemas.openai_compat import EmbeddingsRequest
 from service.http.schemas.queries import ImageQuery, QueryInput, TextQuery, VectorQuery
 from service.http.schemas.score import ScoreRequest
 from service.http.schemas.search import (
@@ -143,6 +144,19 @@ def _check_embed_images(request: EmbedImages, settings: Settings) -> None:
         check_base64_length(f"images.{index}", image, settings)
 
 
+def _check_embeddings(request: EmbeddingsRequest, settings: Settings) -> None:
+    inputs = request.inputs
+    if request.modality == "image":
+        _check_images("input", len(inputs), settings)
+        for index, image in enumerate(inputs):
+            check_base64_length(f"input.{index}", image, settings)
+        return
+    _check_count("input", len(inputs), "texts", "max_embed_inputs", settings.max_embed_inputs)
+    for index, text in enumerate(inputs):
+        if error := text_too_long(f"input.{index}", text, settings.max_text_chars):
+            raise error
+
+
 def _check_ids(where: str, ids: list[str], settings: Settings) -> None:
     _check_count(where, len(ids), "ids", "max_write_items", settings.max_write_items)
     for index, item_id in enumerate(ids):
@@ -187,6 +201,7 @@ _CHECKS: dict[type[BaseModel], Callable[[Any, Settings], None]] = {
     ScoreRequest: _check_score,
     EmbedTexts: _check_embed_texts,
     EmbedImages: _check_embed_images,
+    EmbeddingsRequest: _check_embeddings,
 }
 
 

@@ -1,5 +1,5 @@
-"""Pure ASGI middleware: the request context (id, timing headers, access log, metrics, the
-last-resort 500), the in-flight limit at the door, the body size limit, and CORS in the one
+"""Pure ASGI middleware: the request context (id, timing headers, access log, trace, metrics,
+the last-resort 500), the in-flight limit at the door, the body size limit, and CORS in the one
 error shape.
 
 Pure ASGI rather than ``BaseHTTPMiddleware`` so the body can be counted as it streams in and
@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import anyio
 from starlette.datastructures import Headers, MutableHeaders
@@ -29,8 +30,14 @@ from service.request_context import (
     choose_request_id,
     request_id_of,
 )
+from service.settings import AccessLogFormat
+from service.telemetry.access_log import ACCESS_LOGGER, AccessEntry, json_line
+from service.telemetry.traceparent import TRACEPARENT_HEADER, TraceIds, parse_traceparent
 
-access_logger = logging.getLogger("crisscross.access")
+if TYPE_CHECKING:  # the tracing module is imported where tracing is on (app.py), not here
+    from service.telemetry.tracing import RequestTrace, Tracing
+
+access_logger = logging.getLogger(ACCESS_LOGGER)
 logger = logging.getLogger("crisscross.service")
 
 REQUEST_ID_HEADER = "x-request-id"
@@ -95,8 +102,12 @@ def _ms(value: float) -> str:
 class RequestContextMiddleware:
     """Gives every HTTP request an id and a :class:`RequestContext`; on the way out adds
     ``x-request-id`` and ``x-timing-*-ms`` headers, writes one access log line (no bodies, no
-    texts) and records request metrics. An exception that escapes the app becomes a 500
-    ``internal`` error in the one shape, logged with its traceback."""
+    texts; ``access_log_format`` text or json) and records request metrics. An exception that
+    escapes the app becomes a 500 ``internal`` error in the one shape, logged with its
+    traceback.
+
+    With ``tracing`` (None: off, and nothing of it runs) each request also gets a server span,
+    ended when the request is done, whose stage children the context records."""
 
     def __init__(
         self,
@@ -105,12 +116,16 @@ class RequestContextMiddleware:
         metrics: ServiceMetrics,
         max_request_id_chars: int,
         request_timeout_s: float = math.inf,
+        tracing: Tracing | None = None,
+        access_log_format: AccessLogFormat = "text",
     ) -> None:
         self.app = app
         self.metrics = metrics
         self.max_request_id_chars = max_request_id_chars
         self.request_timeout_s = request_timeout_s
         self.request_ids = RequestIds()
+        self.tracing = tracing
+        self.json_log = access_log_format == "json"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -119,12 +134,16 @@ class RequestContextMiddleware:
         context = open_request_context(
             scope, self.max_request_id_chars, self.request_ids, self.request_timeout_s
         )
+        request_trace = None if self.tracing is None else self.tracing.begin(scope, context)
         status = 500
         response_started = False
+        bytes_sent = 0
 
         async def send_with_headers(message: Message) -> None:
-            nonlocal status, response_started
-            if message["type"] == "http.response.start":
+            nonlocal status, response_started, bytes_sent
+            if message["type"] == "http.response.body":
+                bytes_sent += len(message.get("body", b""))
+            elif message["type"] == "http.response.start":
                 response_started = True
                 status = int(message["status"])
                 headers = MutableHeaders(scope=message)
@@ -137,6 +156,10 @@ class RequestContextMiddleware:
                     headers["x-timing-encode-ms"] = _ms(context.encode_ms)
                 if context.search_ms is not None:
                     headers["x-timing-search-ms"] = _ms(context.search_ms)
+                if context.write_ms is not None:
+                    headers["x-timing-write-ms"] = _ms(context.write_ms)
+                if context.fsync_ms is not None:
+                    headers["x-timing-fsync-ms"] = _ms(context.fsync_ms)
                 headers["x-timing-total-ms"] = _ms(context.elapsed_ms())
             await send(message)
 
@@ -155,17 +178,44 @@ class RequestContextMiddleware:
                 raise  # Too late to answer; the server closes the connection.
             await answer_internal_error(scope, receive, send_with_headers, context.request_id)
         finally:
-            self._record(scope, context, status)
+            self._record(scope, context, status, request_trace, bytes_sent)
 
-    def _record(self, scope: Scope, context: RequestContext, status: int) -> None:
+    def _record(
+        self,
+        scope: Scope,
+        context: RequestContext,
+        status: int,
+        request_trace: RequestTrace | None,
+        bytes_sent: int,
+    ) -> None:
         route = _route_template(scope)
         method = str(scope.get("method", ""))
         if method not in _KNOWN_METHODS:
             method = "OTHER"
-        total_ms = context.elapsed_ms()
+        ended_s = time.perf_counter()
+        total_ms = (ended_s - context.started_s) * 1000.0
         self.metrics.observe_request(route, method, status, total_ms / 1000.0)
+        if request_trace is not None:
+            matched = None if route == UNMATCHED_ROUTE else route
+            request_trace.end(matched, status, context.request_id, ended_s)
         # Probes and scrapes arrive every few seconds; at INFO they would drown the real traffic.
         level = logging.DEBUG if route in _QUIET_ROUTES and status < 400 else logging.INFO
+        if self.json_log:
+            if access_logger.isEnabledFor(level):
+                ids = _trace_ids(scope, context, request_trace)
+                entry = AccessEntry(
+                    method=method,
+                    path=_app_path(scope),
+                    route=route,
+                    status=status,
+                    duration_ms=total_ms,
+                    client=_client(scope),
+                    bytes_sent=bytes_sent,
+                    trace_id=None if ids is None else ids.trace_id,
+                    span_id=None if ids is None else ids.span_id,
+                )
+                access_logger.log(level, "%s", json_line(entry, context, time.time()))
+            return
         access_logger.log(
             level,
             "request_id=%s method=%s route=%s status=%d decode_ms=%s queue_ms=%s encode_ms=%s "
@@ -180,6 +230,22 @@ class RequestContextMiddleware:
             _ms(context.search_ms) if context.search_ms is not None else "-",
             _ms(total_ms),
         )
+
+
+def _client(scope: Scope) -> str | None:
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+def _trace_ids(
+    scope: Scope, context: RequestContext, request_trace: RequestTrace | None
+) -> TraceIds | None:
+    """The trace and span a request's log line names: its server span's when it was recorded
+    (sampled: its context held it), else its caller's (an incoming ``traceparent``), else
+    none — never a span that exists nowhere."""
+    if request_trace is not None and context.spans is request_trace:
+        return TraceIds(request_trace.trace_id, request_trace.span_id)
+    return parse_traceparent(Headers(scope=scope).get(TRACEPARENT_HEADER))
 
 
 class ConcurrencyLimitMiddleware:

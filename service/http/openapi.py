@@ -12,26 +12,36 @@ by the format ``crisscross-image-base64``), a body's total size (``max_body_byte
 of image sides in one score request (``max_images_per_request``), and what depends on what is
 served — a name that is not served (404), a variant without the tower a side needs, a vector's
 dimension where variants differ, a filter's fields, an index's parameters (409).
+
+The document also declares the response headers the middleware adds (``x-request-id`` on every
+answer, ``x-timing-total-ms`` and the stage times of the routes that time stages, ``Retry-After``
+on a 503) and the ways a key is sent (:func:`service.http.auth.document_security`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
+from typing import Any, Final
 
 from service.engine.images import max_base64_chars
-from service.http.auth import KeyRing, document_security
+from service.http.auth import KeyRing, document_security, required_role
 from service.settings import UPLOAD_ROUTE, Settings
 
 
 def configured_document(
-    schema: dict[str, Any], settings: Settings, keys: KeyRing, dims: Sequence[int] = ()
+    schema: dict[str, Any],
+    settings: Settings,
+    keys: KeyRing,
+    dims: Sequence[int] = (),
+    work_routes: Collection[str] = (),
 ) -> dict[str, Any]:
-    """``schema`` (FastAPI's document) with the settings' limits and the configured key checks
-    declared, and the length of a ``vector`` side when every served variant embeds in the same
-    dimension (``dims``: the served variants' dimensions, empty before loading); changed in
-    place and returned."""
+    """``schema`` (FastAPI's document) with the settings' limits, the response headers
+    (``work_routes``: the paths that encode or search, :func:`document_headers`) and the
+    configured key checks declared, and the length of a ``vector`` side when every served
+    variant embeds in the same dimension (``dims``: the served variants' dimensions, empty
+    before loading); changed in place and returned."""
     document_limits(schema, settings)
+    document_headers(schema, work_routes)
     _array_bounds(schema)
     if len(set(dims)) == 1:
         vector = schema.get("components", {}).get("schemas", {}).get("VectorQuery", {})
@@ -39,6 +49,105 @@ def configured_document(
             vector["properties"]["vector"].update({"minItems": dims[0], "maxItems": dims[0]})
     return document_security(schema, keys)
 
+
+_MS: Final = {"type": "string", "pattern": r"^[0-9]+\.[0-9]{3}$"}
+HEADERS: Final[dict[str, dict[str, Any]]] = {
+    "RequestId": {
+        "description": (
+            "The request's id: the client's x-request-id when it is sane (at most "
+            "max_request_id_chars of [A-Za-z0-9._-]), else one the server made. Quote it when "
+            "reporting a problem; the access log and a trace's server span carry it."
+        ),
+        "required": True,
+        "schema": {"type": "string", "pattern": r"^[A-Za-z0-9._-]+$"},
+    },
+    "TimingTotal": {
+        "description": "Milliseconds from the request's arrival to this answer's head.",
+        "schema": _MS,
+    },
+    "TimingDecode": {
+        "description": "Milliseconds spent decoding image payloads (sent when there were any).",
+        "schema": _MS,
+    },
+    "TimingQueue": {
+        "description": "Milliseconds queued for the encoder (sent when something was encoded).",
+        "schema": _MS,
+    },
+    "TimingEncode": {
+        "description": "Milliseconds in the encoder (sent when something was encoded).",
+        "schema": _MS,
+    },
+    "TimingSearch": {
+        "description": "Milliseconds in the index and vector lookups (sent when it searched).",
+        "schema": _MS,
+    },
+    "TimingWrite": {
+        "description": (
+            "Milliseconds from handing the write to the collection's writer until it was "
+            "durable and visible."
+        ),
+        "schema": _MS,
+    },
+    "TimingFsync": {
+        "description": "Milliseconds the write's group took to append to the log and fsync it.",
+        "schema": _MS,
+    },
+    "RetryAfter": {
+        "description": (
+            "Seconds to wait before retrying (overload_retry_after_s), with a refusal that "
+            "passes: overloaded, shutting down, a write that could not be logged."
+        ),
+        "schema": {"type": "string", "pattern": "^[0-9]+$"},
+    },
+}
+"""The response headers of the document, as ``components.headers`` entries."""
+_SEARCH_STAGES: Final = {
+    "x-timing-decode-ms": "TimingDecode",
+    "x-timing-queue-ms": "TimingQueue",
+    "x-timing-encode-ms": "TimingEncode",
+    "x-timing-search-ms": "TimingSearch",
+}
+_WRITE_STAGES: Final = {
+    "x-timing-decode-ms": "TimingDecode",
+    "x-timing-queue-ms": "TimingQueue",
+    "x-timing-encode-ms": "TimingEncode",
+    "x-timing-write-ms": "TimingWrite",
+    "x-timing-fsync-ms": "TimingFsync",
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/headers/{name}"}
+
+
+def document_headers(schema: dict[str, Any], work_routes: Collection[str]) -> dict[str, Any]:
+    """Declare the response headers (in place): ``x-request-id`` (always sent) and
+    ``x-timing-total-ms`` on every response; the stage times on the 2xx answers of
+    ``work_routes`` (decode, queue, encode, search) and of a live collection's writes (decode,
+    queue, encode of an upsert's inputs; write, fsync); ``Retry-After`` on every 503 and 429.
+    Only ``x-request-id`` is required: the others are sent when what they time happened."""
+    for path, operations in schema.get("paths", {}).items():
+        for method, operation in operations.items():
+            if path in work_routes:
+                stages: dict[str, str] = _SEARCH_STAGES
+            elif required_role(path, method) == "write":
+                stages = _WRITE_STAGES
+            else:
+                stages = {}
+            for status, response in operation.get("responses", {}).items():
+                headers = response.setdefault("headers", {})
+                headers["x-request-id"] = _ref("RequestId")
+                headers["x-timing-total-ms"] = _ref("TimingTotal")
+                if status.startswith("2"):
+                    headers.update({name: _ref(ref) for name, ref in stages.items()})
+                if status in ("429", "503"):
+                    headers["Retry-After"] = _ref("RetryAfter")
+    schema.setdefault("components", {})["headers"] = HEADERS
+    return schema
+
+
+DATA_URI_PREFIX_CHARS = 64
+"""Room for an image input's ``data:<media type>;base64,`` prefix in /v1/embeddings."""
 
 _ARRAY_BOUNDS = {"minLength": "minItems", "maxLength": "maxItems"}
 
@@ -108,6 +217,17 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
         items = components.get(component, {}).get("properties", {}).get(field, {}).get("items")
         if items is not None:
             items.update(limits)
+
+    # /v1/embeddings: one string or a list; texts or (modality "image") image files, so each
+    # bound is the larger of the two kinds' (the route holds each kind to its own).
+    embeddings_input = components.get("EmbeddingsRequest", {}).get("properties", {}).get("input")
+    longest = max(settings.max_text_chars, image["maxLength"] + DATA_URI_PREFIX_CHARS)
+    for member in (embeddings_input or {}).get("anyOf", []):
+        if member.get("type") == "array":
+            member["maxItems"] = max(settings.max_embed_inputs, settings.max_images_per_request)
+            member.get("items", {})["maxLength"] = longest
+        else:
+            member["maxLength"] = longest
 
     form: dict[str, Any] | None = (
         schema.get("paths", {})

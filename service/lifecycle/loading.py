@@ -70,11 +70,20 @@ def _served_variant(
         encoders=encoders,
         variant_dir=variant_dir,
         is_default=is_default,
+        created=_written_at(variant_dir),
         text_batcher=None if text is None else batcher(text.encode_texts, text.providers, "text"),
         image_batcher=(
             None if image is None else batcher(image.encode_images, image.providers, "image")
         ),
     )
+
+
+def _written_at(variant_dir: Path) -> int:
+    """``variant.json``'s modification time (Unix seconds); 0 where it cannot be read."""
+    try:
+        return int((variant_dir / "variant.json").stat().st_mtime)
+    except OSError:
+        return 0
 
 
 def _apply_search_params(served: ServedCollection) -> None:

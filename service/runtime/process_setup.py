@@ -10,6 +10,9 @@ import signal
 import sys
 from typing import Final
 
+from service.settings import AccessLogFormat
+from service.telemetry.access_log import use_access_log_format
+
 HANDLED_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 FILE_DESCRIPTOR_RESERVE: Final = 256
 """File descriptors a server process needs beside its connections (bundles, encoders, logs,
@@ -20,14 +23,17 @@ class ConnectionLimitError(RuntimeError):
     """The process may not open as many files as ``max_connections`` needs."""
 
 
-def configure_logging(level: str) -> None:
-    """One plain line per record on stderr; uvicorn's loggers propagate into it."""
+def configure_logging(level: str, access_log_format: AccessLogFormat = "text") -> None:
+    """One plain line per record on stderr; uvicorn's loggers propagate into it. With
+    ``access_log_format`` json, the access lines are bare JSON objects on stderr instead
+    (:func:`service.telemetry.access_log.use_access_log_format`)."""
     logging.basicConfig(
         level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
         stream=sys.stderr,
         force=True,
     )
+    use_access_log_format(access_log_format, sys.stderr)
 
 
 def allow_open_files(max_connections: int) -> int:

@@ -140,7 +140,7 @@ def run_server(
 ) -> None:
     """Serve ``settings`` in this process until SIGINT/SIGTERM (blocking): on a port of its own,
     or on ``sockets`` a supervisor bound (a worker of ``layout``)."""
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.access_log_format)
     tune_process_threads(
         settings.blas_threads, settings.gil_switch_interval_ms, settings.tokenizer_parallelism
     )

@@ -8,7 +8,9 @@ vectors and flat indexes sit once in the page cache however many workers read th
 
 What the workers share lives in a run folder the supervisor creates and removes: Prometheus
 multiprocess files (``PROMETHEUS_MULTIPROC_DIR`` is set before the first spawn) and reload
-orders (:mod:`service.lifecycle.reload_broadcast`).
+orders (:mod:`service.lifecycle.reload_broadcast`). Traces are not shared: each worker builds its
+own tracer provider and export thread with its app (:mod:`service.telemetry.tracing`), in the
+spawned process, and the supervisor never makes one.
 
 The supervisor forwards SIGTERM and SIGINT to every worker (each then drains as a single server
 does: readiness 503, ``shutdown_delay_s``, in-flight requests finish within

@@ -3,7 +3,8 @@
 Every limit has a default and says what a request that hits it gets. Limits are enforced before
 the expensive work (decoding, encoding, searching). The settings are grouped by concern, a
 module each (:mod:`.serving`, :mod:`.processes`, :mod:`.limits`, :mod:`.load`, :mod:`.clients`,
-:mod:`.access`); :class:`Settings` is all of them, with the checks that span groups.
+:mod:`.access`, :mod:`.telemetry`); :class:`Settings` is all of them, with the checks that
+span groups.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from service.settings.names import (
 )
 from service.settings.processes import ProcessSettings
 from service.settings.serving import ServingSettings
+from service.settings.telemetry import AccessLogFormat, TelemetrySettings, traces_url
 from service.settings.writes import WriteSettings
 
 __all__ = [
@@ -44,12 +46,14 @@ __all__ = [
     "SETTING_GROUPS",
     "UPLOAD_OVERHEAD_BYTES",
     "UPLOAD_ROUTE",
+    "AccessLogFormat",
     "FaissDevice",
     "LogLevel",
     "ProviderChoice",
     "Settings",
     "SettingsError",
     "is_loopback",
+    "traces_url",
 ]
 
 SETTING_GROUPS = (
@@ -60,11 +64,13 @@ SETTING_GROUPS = (
     ("Clients", ClientLimitSettings),
     ("Access", AccessSettings),
     ("Live collections", WriteSettings),
+    ("Telemetry", TelemetrySettings),
 )
 """The groups in the order the settings document lists them."""
 
 
 class Settings(
+    TelemetrySettings,
     WriteSettings,
     AccessSettings,
     ClientLimitSettings,

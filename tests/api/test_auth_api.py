@@ -58,6 +58,8 @@ def test_a_data_route_without_a_key_is_401_with_a_challenge(keyed: TestClient) -
             "code": "unauthorized",
             "message": response.json()["error"]["message"],
             "request_id": "auth-1",
+            "type": "authentication_error",
+            "param": None,
         }
     }
     assert "Authorization: Bearer" in response.json()["error"]["message"]

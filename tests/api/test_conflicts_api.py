@@ -181,7 +181,7 @@ def _send(client: TestClient, case: Conflict) -> httpx.Response:
 def _assert_refused(response: httpx.Response, case: Conflict) -> None:
     assert response.status_code == STATUS_OF[case.code], response.text
     error = response.json()["error"]
-    assert set(error) == {"code", "message", "request_id"}
+    assert set(error) == {"code", "message", "request_id", "type", "param"}
     assert error["code"] == case.code.value
     assert case.message_part in error["message"]
 

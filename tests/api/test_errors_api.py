@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.http.errors import STATUS_OF, ErrorCode
+from service.http.errors import STATUS_OF, ErrorCode, error_kind
 from tests.fakes.fake_bundles import caption_id
 
 VALID_QUERY = {"text": "a dog on a couch"}
@@ -395,6 +395,8 @@ def test_bad_request_gets_its_documented_error(client: TestClient, case: BadRequ
             "code": case.code.value,
             "message": response.json()["error"]["message"],
             "request_id": "bad-input-test.1",
+            "type": error_kind(case.code),
+            "param": response.json()["error"]["param"],
         }
     }
     message = response.json()["error"]["message"]

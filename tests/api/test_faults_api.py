@@ -245,7 +245,7 @@ def test_a_fault_gets_its_documented_error(tmp_path: Path, fault: Fault) -> None
     response = fault.scenario(tmp_path)
     assert response.status_code == STATUS_OF[fault.code], response.text
     error = response.json()["error"]
-    assert set(error) == {"code", "message", "request_id"}
+    assert set(error) == {"code", "message", "request_id", "type", "param"}
     assert error["code"] == fault.code.value
     assert fault.message_part in error["message"]
     assert error["request_id"] == response.headers["x-request-id"]

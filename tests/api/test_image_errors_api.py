@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from service.engine.images import max_base64_chars
-from service.http.errors import STATUS_OF, ErrorCode
+from service.http.errors import STATUS_OF, ErrorCode, error_kind
 from tests.api.test_errors_api import BadRequest, send
 from tests.fakes.fake_bundles import PIXELS_VARIANT, caption_id
 from tests.fakes.fake_encoders import FAKE_VARIANT
@@ -371,6 +371,8 @@ def test_bad_image_input_gets_its_documented_error(
             "code": case.code.value,
             "message": error["message"],
             "request_id": "bad-input-test.1",
+            "type": error_kind(case.code),
+            "param": error["param"],
         }
     }
     assert error["message"]

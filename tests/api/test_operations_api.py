@@ -224,6 +224,8 @@ def test_an_unexpected_failure_is_a_500_in_the_error_shape(
             "code": "internal",
             "message": "internal error; quote the request_id when reporting it",
             "request_id": "r1",
+            "type": "server_error",
+            "param": None,
         }
     }
     assert response.headers["x-request-id"] == "r1"

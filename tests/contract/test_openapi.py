@@ -74,9 +74,10 @@ def test_the_committed_openapi_document_matches_the_app() -> None:
             )[:60]
         )
         pytest.fail(f"docs/openapi.json is stale; regenerate it with\n    {REGENERATE}\n{diff}")
-    # Default settings, no keys: the committed document declares no security at all.
+    # Default settings, no keys: the committed document says how a key is sent, and that no
+    # route needs one.
     document = json.loads(committed)
-    assert "securitySchemes" not in document.get("components", {})
+    assert set(document["components"]["securitySchemes"]) == {"bearerKey", "apiKeyHeader"}
     assert not any("security" in op for ops in document["paths"].values() for op in ops.values())
 
 
@@ -215,7 +216,42 @@ def test_security_is_declared_as_configured(tmp_path: Path) -> None:
         admin_keys=[ADMIN_KEY],
         admin_reload=True,
     )
-    assert "security" in create_app(both).openapi()["paths"]["/v1/admin/reload"]["post"]
+    keyed = create_app(both).openapi()["paths"]
+    # The role a key needs, as OpenAPI 3.1 role names: none for any key, write, admin.
+    assert keyed["/v1/admin/reload"]["post"]["security"] == [
+        {"bearerKey": ["admin"]},
+        {"apiKeyHeader": ["admin"]},
+    ]
+    assert keyed["/v1/collections/{name}/items"]["post"]["security"] == [
+        {"bearerKey": ["write"]},
+        {"apiKeyHeader": ["write"]},
+    ]
+    assert keyed["/v1/collections"]["post"]["security"][0] == {"bearerKey": ["admin"]}
+    assert keyed["/v1/search"]["post"]["security"][0] == {"bearerKey": []}
+
+
+def test_the_document_declares_the_response_headers() -> None:
+    document = json.loads(openapi_document())
+    headers = document["components"]["headers"]
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for status, response in operation["responses"].items():
+                declared = response["headers"]
+                assert declared["x-request-id"] == {"$ref": "#/components/headers/RequestId"}
+                assert "x-timing-total-ms" in declared
+                assert ("Retry-After" in declared) == (status in ("429", "503"))
+    assert headers["RequestId"]["required"] is True
+    search = document["paths"]["/v1/search"]["post"]["responses"]
+    assert {"x-timing-queue-ms", "x-timing-encode-ms", "x-timing-search-ms"} <= set(
+        search["200"]["headers"]
+    )
+    assert "x-timing-encode-ms" not in search["422"]["headers"]  # stage times: 2xx answers
+    upsert = document["paths"]["/v1/collections/{name}/items"]["post"]["responses"]["200"]
+    assert {"x-timing-write-ms", "x-timing-fsync-ms"} <= set(upsert["headers"])
+    variants = document["paths"]["/v1/variants"]["get"]["responses"]["200"]["headers"]
+    assert not any(
+        name.startswith("x-timing-") and name != "x-timing-total-ms" for name in variants
+    )
 
 
 # -- schemathesis ----------------------------------------------------------------------------------

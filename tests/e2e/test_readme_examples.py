@@ -31,8 +31,11 @@ from tests.e2e.conftest import start_service, stop_service
 pytestmark = [pytest.mark.e2e]
 
 README = REPO_ROOT / "README.md"
-MARKER = re.compile(r"<!-- readme-example: (setup|requests) -->\n```bash\n(.*?)```", re.DOTALL)
+MARKER = re.compile(
+    r"<!-- readme-example: (setup|requests|python) -->\n```(?:bash|python)\n(.*?)```", re.DOTALL
+)
 BASH_BLOCK = re.compile(r"```bash\n(.*?)```", re.DOTALL)
+PYTHON_BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
 DEMO_PORT = "localhost:8000"
 
 
@@ -47,6 +50,9 @@ def test_every_curl_block_of_the_readme_is_marked_as_an_example() -> None:
     unmarked = [body for body in BASH_BLOCK.findall(text) if "curl " in body and body not in marked]
     assert not unmarked, f"README curl blocks this test does not run: {unmarked}"
     assert len(examples("requests")) >= 3
+    unmarked_python = [body for body in PYTHON_BLOCK.findall(text) if body not in marked]
+    assert not unmarked_python, f"README Python blocks this test does not run: {unmarked_python}"
+    assert len(examples("python")) >= 3
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +101,18 @@ def run_bash(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def run_python(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(cwd / ".venv" / "bin" / "python"), "-"],
+        input=script,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def answers(output: str) -> list[object]:
     """The JSON documents curl (or jq) printed, one after another."""
     decoder, position, found = json.JSONDecoder(), 0, []
@@ -135,5 +153,9 @@ def test_the_readme_examples_run_verbatim_after_make_demo(demo_tree: Path) -> No
                     assert answer["results"], (script, answer)
                 if isinstance(answer, dict) and "responses" in answer:
                     assert all(item["status"] == 200 for item in answer["responses"]), answer
+        for script in examples("python"):
+            result = run_python(script.replace(DEMO_PORT, f"localhost:{port}"), demo_tree)
+            assert result.returncode == 0, f"{script}\n{result.stdout}\n{result.stderr}"
+            assert result.stdout.strip(), f"{script}\nprinted nothing"
     finally:
         assert stop_service(service) == 0, service.log()

@@ -129,7 +129,7 @@ def test_bad_requests_get_their_status_in_the_error_shape(
     response = search(live_service, body)
     assert response.status_code == status, response.text
     error = response.json()["error"]
-    assert set(error) == {"code", "message", "request_id"}
+    assert set(error) == {"code", "message", "request_id", "type", "param"}
     assert error["request_id"] == response.headers["x-request-id"]
 
 

@@ -66,6 +66,7 @@ class FakeTextEncoder:
     precision: str = "fp32"
     fingerprint: str = FAKE_FINGERPRINT
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    matryoshka_dims: tuple[int, ...] = ()
     nan_texts: frozenset[str] = frozenset()
     fail_texts: frozenset[str] = frozenset()
     calls: list[list[str]] = field(default_factory=list)
@@ -84,6 +85,10 @@ class FakeTextEncoder:
             for text in texts
         ]
         return np.ascontiguousarray(np.stack(rows), dtype=np.float32).reshape(len(texts), self.dim)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Words of each text plus two (a [CLS] and a [SEP]), at most ``max_tokens``."""
+        return [min(len(_WORD.findall(text.lower())) + 2, self.max_tokens) for text in texts]
 
 
 def in_event_loop() -> bool:
@@ -143,6 +148,7 @@ class FakeImageEncoder:
     fingerprint: str = FAKE_FINGERPRINT
     providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     input_size: tuple[int, int] = (8, 8)
+    matryoshka_dims: tuple[int, ...] = ()
     nan_colours: frozenset[str] = frozenset()
     calls: list[list[tuple[int, int]]] = field(default_factory=list)
     on_event_loop: list[bool] = field(default_factory=list)

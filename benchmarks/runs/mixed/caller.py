@@ -1,17 +1,17 @@
-"""The mixed run's measured requests: one httpx client, each answer classified, 503s retried.
+"""The mixed run's measured requests: one API client, each answer classified, 503s retried.
 
 A ``503`` that carries ``Retry-After`` is retried after the wait it names (capped by
-:class:`~benchmarks.drivers.http_client.RetryPolicy`) and counted in :attr:`Outcome.retries`,
-not as a failure. Any other non-2xx answer, a 2xx answer that is not a JSON object, a timeout or
-a broken connection ends the request: its :attr:`Outcome.status` says which, and the run counts
-it as an error. (The API client :class:`~benchmarks.drivers.http_client.CrisscrossClient`
-retries the same way but raises on the rest and does not tell how often it retried; the run
-uses it off the clock.)
+:class:`~benchmarks.drivers.http_client.RetryPolicy`) and counted in :attr:`Outcome.retries`
+(the client's record of the exchange), not as a failure. Any other non-2xx answer, a 2xx answer
+that is not a JSON object, a timeout or a broken connection ends the request: its
+:attr:`Outcome.status` says which, and the run counts it as an error. Bodies are serialised
+before the clock starts and sent as they are. (The harness's
+:class:`~benchmarks.drivers.http_client.CrisscrossClient` retries the same way but raises on the
+rest; the run uses it off the clock.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from dataclasses import dataclass
@@ -20,7 +20,8 @@ from typing import Any
 
 import httpx
 
-from benchmarks.drivers.http_client import JsonObject, RetryPolicy, retry_after_seconds
+import crisscross_client
+from benchmarks.drivers.http_client import JsonObject, RetryPolicy
 
 JSON_HEADERS = {"content-type": "application/json"}
 
@@ -71,12 +72,11 @@ class Caller:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.retry = retry or RetryPolicy()
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            timeout=httpx.Timeout(timeout_s),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
+        self._api = crisscross_client.AsyncClient(
+            base_url,
+            timeout=timeout_s,
+            retry=self.retry.client_policy(),
+            max_connections=max_connections,
             transport=transport,
         )
 
@@ -89,7 +89,7 @@ class Caller:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        await self._http.aclose()
+        await self._api.aclose()
 
     async def post(self, path: str, body: bytes | JsonObject) -> Outcome:
         """``POST path`` with ``body`` (pre-serialised JSON bytes, or an object serialised
@@ -99,28 +99,26 @@ class Caller:
 
     async def _send(self, path: str, content: bytes) -> Outcome:
         started = time.perf_counter()
-        retries = 0
-        while True:
-            try:
-                response = await self._http.post(path, content=content, headers=JSON_HEADERS)
-            except httpx.TimeoutException:
-                return self._outcome("timeout", None, started, retries)
-            except httpx.TransportError:
-                return self._outcome("connection", None, started, retries)
-            if response.is_success:
-                parsed = _json_object(response)
-                status = str(response.status_code) if parsed is not None else "bad_response"
-                return self._outcome(status, parsed, started, retries)
-            wait = retry_after_seconds(response.headers.get("retry-after"))
-            if (
-                response.status_code == 503
-                and wait is not None
-                and retries < self.retry.max_retries
-            ):
-                retries += 1
-                await asyncio.sleep(min(wait, self.retry.max_wait_s))
-                continue
-            return self._outcome(str(response.status_code), None, started, retries)
+        try:
+            # Every request of the run may be repeated (searches, gets, upserts and deletes by
+            # id): a 503 + Retry-After is retried whatever the route.
+            response = await self._api.request(
+                "POST", path, content=content, headers=JSON_HEADERS, idempotent=True
+            )
+        except crisscross_client.ClientTimeoutError:
+            return self._outcome("timeout", None, started, self._retries())
+        except crisscross_client.ConnectionFailedError:
+            return self._outcome("connection", None, started, self._retries())
+        except crisscross_client.CrisscrossError as error:
+            return self._outcome(str(error.status), None, started, self._retries())
+        parsed = _json_object(response)
+        status = str(response.status_code) if parsed is not None else "bad_response"
+        return self._outcome(status, parsed, started, self._retries())
+
+    def _retries(self) -> int:
+        """The 503s the last request of this task retried."""
+        info = self._api.last_response
+        return 0 if info is None else info.retries
 
     @staticmethod
     def _outcome(status: str, body: JsonObject | None, started: float, retries: int) -> Outcome:

@@ -224,7 +224,7 @@ async def upsert_items(
         for position, item in enumerate(body.items)
     ]
     operation = await upsert_of(state.searcher, context, catalog, entry, items)
-    result = await entry.writer.write(lambda _view: operation)
+    result = await entry.writer.write(lambda _view: operation, context)
     state.metrics.writes.labels(name, "upsert", "items").inc(result.done)
     return UpsertResponse(seq=result.seq, upserted=result.done)
 
@@ -237,7 +237,7 @@ async def upsert_items(
     summary="Delete items by id or by filter",
 )
 async def delete_items(
-    body: DeleteRequest, name: CollectionName, state: StateDep
+    body: DeleteRequest, name: CollectionName, state: StateDep, context: ContextDep
 ) -> DeleteResponse:
     """``ids`` (unknown ones are ignored), or every item the ``filter`` keeps at the moment the
     delete is logged: items written after it are never touched. Answered once durable and
@@ -247,7 +247,7 @@ async def delete_items(
         plan = delete_filter_plan(entry, body.filter)
     else:
         plan = delete_ids_plan(body.ids or [])
-    result = await entry.writer.write(plan)
+    result = await entry.writer.write(plan, context)
     state.metrics.writes.labels(name, "delete", "items").inc(result.done)
     return DeleteResponse(seq=result.seq, deleted=result.done)
 
@@ -286,14 +286,18 @@ async def get_items(body: GetRequest, name: CollectionName, state: StateDep) -> 
     summary="Change an item's metadata without re-embedding it",
 )
 async def patch_item(
-    body: PatchRequest, name: CollectionName, id: ItemIdParam, state: StateDep
+    body: PatchRequest,
+    name: CollectionName,
+    id: ItemIdParam,
+    state: StateDep,
+    context: ContextDep,
 ) -> PatchResponse:
     """Merge ``metadata`` into the stored item's (a null removes a field), or replace it with
     ``merge`` false; the vector and text stay. 404 when the item does not exist when the patch
     is logged."""
     entry = _live(state).require(name)
     _check_room(state, entry, 1)
-    result = await entry.writer.write(patch_plan(entry, id, body.metadata, body.merge))
+    result = await entry.writer.write(patch_plan(entry, id, body.metadata, body.merge), context)
     state.metrics.writes.labels(name, "patch", "items").inc(result.done)
     return PatchResponse(seq=result.seq)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import (
     BaseModel,
+    Field,
 )
 
 
@@ -13,6 +14,12 @@ class ErrorDetail(BaseModel):
     code: str
     message: str
     request_id: str
+    type: str = Field(
+        description="OpenAI's error type (what the openai package reads): "
+        "invalid_request_error, authentication_error, permission_error, not_found_error, "
+        "service_unavailable_error or server_error."
+    )
+    param: str | None = Field(description="The request field at fault, where one is.")
 
 
 class ErrorResponse(BaseModel):

@@ -121,7 +121,7 @@ def test_text_queries_use_the_encoder(split: tuple[Path, Path, ShardMap]) -> Non
 def error_of(response: Any, status: int) -> dict[str, str]:
     assert response.status_code == status, response.text
     error: dict[str, str] = response.json()["error"]
-    assert set(error) == {"code", "message", "request_id"}
+    assert set(error) == {"code", "message", "request_id", "type", "param"}
     assert response.headers["x-request-id"] == error["request_id"]
     return error
 

@@ -322,3 +322,12 @@ def test_token_batch_is_immutable() -> None:
     assert isinstance(batch, TokenBatch)
     with pytest.raises(AttributeError):
         batch.input_ids = batch.attention_mask  # type: ignore[misc]
+
+
+def test_count_tokens_counts_what_the_model_is_fed(encoder: OnnxTextEncoder) -> None:
+    words = ["a", "dog", "on", "the", "couch", "with", "a", "ball", "and", "a", "cat"]
+    # [CLS] and [SEP] count; a long text counts max_tokens (it is truncated).
+    assert encoder.count_tokens(["a dog", " ".join(words)]) == [4, TINY_MAX_TOKENS]
+    assert encoder.count_tokens([]) == []
+    with pytest.raises(TypeError):
+        encoder.count_tokens("a dog")

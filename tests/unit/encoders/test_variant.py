@@ -208,3 +208,19 @@ def test_manifest_is_frozen() -> None:
     manifest = VariantManifest.model_validate(manifest_fields())
     with pytest.raises(ValidationError):
         manifest.dim = 3
+
+
+def test_matryoshka_dims_are_written_only_where_declared(variant_dir: Path) -> None:
+    manifest = load_variant_manifest(variant_dir)
+    assert manifest.matryoshka_dims is None
+    write_variant_manifest(variant_dir, manifest)
+    assert "matryoshka_dims" not in json.loads((variant_dir / "variant.json").read_text())
+    cut = manifest.model_copy(update={"matryoshka_dims": [2]})
+    write_variant_manifest(variant_dir, cut)
+    assert load_variant_manifest(variant_dir).matryoshka_dims == [2]
+
+
+@pytest.mark.parametrize("cuts", [[4], [8], [2, 2]], ids=["the dim", "over the dim", "twice"])
+def test_matryoshka_dims_must_be_distinct_and_below_dim(cuts: list[int]) -> None:
+    with pytest.raises(ValidationError, match="matryoshka_dims"):
+        VariantManifest.model_validate(manifest_fields(dim=4, matryoshka_dims=cuts))

@@ -48,7 +48,7 @@ def uvicorn_calls(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
             return None
 
     monkeypatch.setattr(server, "DrainingServer", RecordingServer)
-    monkeypatch.setattr(server, "configure_logging", lambda _level: None)
+    monkeypatch.setattr(server, "configure_logging", lambda *_args: None)
     monkeypatch.setattr(server, "tune_process_threads", lambda *_args: {})
     monkeypatch.setattr(cli, "usable_cores", lambda: 2)  # automatic workers: 1, in-process
     return calls

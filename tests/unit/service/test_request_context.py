@@ -81,3 +81,30 @@ def test_the_context_lives_in_the_scope() -> None:
     assert context_of({}) is None
     assert context_of({SCOPE_KEY: "not a context"}) is None
     assert re.fullmatch(r"[0-9a-f]{32}", request_id_of({}))
+
+
+def test_a_traced_context_hands_each_stage_with_a_start_to_its_spans() -> None:
+    recorded: list[tuple[str, float, float]] = []
+
+    class Spans:
+        def stage(self, name: str, started_s: float, ended_s: float) -> None:
+            recorded.append((name, started_s, ended_s))
+
+    context = RequestContext("r", spans=Spans())
+    context.add_decode_ms(1.0, 10.0)
+    context.add_queue_ms(2.0, 11.0)
+    context.add_encode_ms(4.0, 12.0)
+    context.add_search_ms(500.0, 13.0)
+    context.add_write_ms(250.0, 14.0)
+    context.add_fsync_ms(125.0, 14.1)
+    context.add_search_ms(0.5)  # no start: timed only
+    assert recorded == [
+        ("decode", 10.0, 10.001),
+        ("queue", 11.0, 11.002),
+        ("encode", 12.0, 12.004),
+        ("search", 13.0, 13.5),
+        ("write", 14.0, 14.25),
+        ("fsync", 14.1, 14.225),
+    ]
+    assert context.search_ms == 500.5
+    assert (context.write_ms, context.fsync_ms) == (250.0, 125.0)

@@ -239,3 +239,35 @@ def test_retry_after_parsing() -> None:
     assert retry_after_seconds("Thu, 01 Jan 2026 12:00:10 GMT", now=now) == 10.0
     assert retry_after_seconds("soon") is None
     assert retry_after_seconds(None) is None
+
+
+def test_the_harness_client_is_the_project_client_with_the_harness_rule() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path == "/v1/variants":
+            raise httpx.ReadTimeout("slow", request=request)
+        return _error(503, "overloaded", {"Retry-After": "0"})
+
+    async def scenario() -> None:
+        client = CrisscrossClient(
+            "http://svc", transport=httpx.MockTransport(handler), api_key="k" * 16
+        )
+        async with client:
+            with pytest.raises(httpx.ReadTimeout):
+                await client.variants()
+            with pytest.raises(ServiceError, match="overloaded"):
+                await client.search(text_query("x"), "captions", 1, retry=False)
+            info = client.api.last_response
+            assert info is not None
+            assert info.attempts == 1
+
+    asyncio.run(scenario())
+    assert [request.url.path for request in seen] == ["/v1/variants", "/v1/search"]
+    assert seen[0].headers["authorization"] == "Bearer " + "k" * 16
+    policy = RetryPolicy(max_retries=2, max_wait_s=4.0).client_policy()
+    assert (policy.max_retries, policy.max_retry_after_s) == (2, 4.0)
+    assert policy.statuses == frozenset({503})
+    assert policy.require_retry_after
+    assert not policy.retry_connection_errors

@@ -556,3 +556,21 @@ def test_an_image_without_a_finite_vector_is_refused() -> None:
         asyncio.run(batcher.submit(images, math.inf))
     assert "variant 'pixels' gives no finite vector" in refused.value.message
     assert code_of(refused.value) is ErrorCode.INVALID_INPUT
+
+
+def test_a_result_says_when_its_batch_and_its_follow_up_ran() -> None:
+    """The readings a traced request's queue, encode and search spans are made of."""
+    encoder = GatedEncoder()
+    encoder.gate.set()
+    batcher, _ = make(encoder)
+
+    async def scenario() -> tuple[float, EncodeResult, float]:
+        before = time.perf_counter()
+        result = await batcher.submit([5], math.inf, follow_up=lambda rows: int(rows[0, 0]))
+        return before, result, time.perf_counter()
+
+    before, result, after = asyncio.run(scenario())
+    assert result.follow_up == 5
+    assert before <= result.started_s - result.queue_s <= result.started_s
+    assert result.started_s + result.encode_s <= result.follow_up_started_s
+    assert result.follow_up_started_s + result.follow_up_s <= after

@@ -13,6 +13,7 @@ import pytest
 from service.engine.write_path import CollectionWriter
 from service.exceptions import NotFoundError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
+from service.request_context import RequestContext
 from storage.live import log as log_module
 from storage.live.collection import CollectionSpec, LiveCollection, create_collection
 from storage.live.operations import Operation, Upsert
@@ -147,3 +148,27 @@ def test_a_collection_compacts_itself_past_the_dead_fraction(tmp_path: Path) -> 
 
     asyncio.run(run())
     assert writer.collection.view().count == 1
+
+
+def test_a_writes_context_gets_its_write_and_its_groups_fsync(tmp_path: Path) -> None:
+    writer = _writer(tmp_path)
+    stages: list[tuple[str, float, float]] = []
+
+    class Spans:
+        def stage(self, name: str, started_s: float, ended_s: float) -> None:
+            stages.append((name, started_s, ended_s))
+
+    context = RequestContext("w-1", spans=Spans())
+
+    async def run() -> None:
+        await writer.write(lambda _view: _upsert("a"), context)
+        await writer.close()
+
+    asyncio.run(run())
+    assert context.write_ms is not None
+    assert context.fsync_ms is not None
+    assert 0 < context.fsync_ms <= context.write_ms
+    (write_name, write_start, write_end), (fsync_name, fsync_start, fsync_end) = stages
+    assert (write_name, fsync_name) == ("write", "fsync")
+    assert write_start <= fsync_start <= fsync_end <= write_end
+    assert (write_end - write_start) * 1000.0 == pytest.approx(context.write_ms)

@@ -164,6 +164,8 @@ def test_the_error_body_escapes_lone_surrogates_and_caps_the_message() -> None:
             "code": "not_found",
             "message": "unknown item '\\ud800'",
             "request_id": "req-1",
+            "type": "not_found_error",
+            "param": None,
         }
     }
     json.dumps(body).encode("utf-8")  # encodable

@@ -1,0 +1,629 @@
+"""What each client method sends and how its answer is read, shared by the sync and the async
+client: a method builds a :class:`Plan` (one or more :class:`Call`, and how their answers
+combine); the clients only send.
+
+:data:`ROUTES` names each route the client calls with its request and answer models; the drift
+test checks them against the service's OpenAPI document.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import quote
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from crisscross_client import models as m
+from crisscross_client.bulk import ServiceLimits, cut, json_size
+from crisscross_client.errors import (
+    BadResponseError,
+    CrisscrossError,
+    error_class,
+    error_from_answer,
+)
+from crisscross_client.images import ImageInput, image_base64, image_file
+from crisscross_client.queries import image_count, one_query, to_query
+
+R = TypeVar("R")
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route the client calls: its method and path, and the schemas (by model) of its JSON
+    request body and its answer (``None``: none, or not JSON)."""
+
+    method: str
+    path: str
+    request: type[BaseModel] | None
+    response: type[BaseModel] | None
+
+
+ROUTES: Mapping[str, Route] = {
+    "healthz": Route("GET", "/healthz", None, m.StatusResponse),
+    "readyz": Route("GET", "/readyz", None, m.StatusResponse),
+    "variants": Route("GET", "/v1/variants", None, m.VariantsResponse),
+    "collections": Route("GET", "/v1/collections", None, m.CollectionsResponse),
+    "search": Route("POST", "/v1/search", m.SearchRequest, m.SearchResponse),
+    "search_bulk": Route("POST", "/v1/search/bulk", m.BulkSearchRequest, m.BulkSearchResponse),
+    "search_upload": Route("POST", "/v1/search/upload", None, m.SearchResponse),
+    "score": Route("POST", "/v1/score", m.ScoreRequest, m.ScoreResponse),
+    "embed_texts": Route("POST", "/v1/embed", m.EmbedTexts, m.EmbedResponse),
+    "embed_images": Route("POST", "/v1/embed", m.EmbedImages, m.EmbedResponse),
+    "item": Route("GET", "/v1/items/{collection}/{id}", None, m.ItemResponse),
+    "thumbnail": Route("GET", "/v1/thumbnails/{collection}/{id}", None, None),
+    "create_collection": Route(
+        "POST", "/v1/collections", m.CreateCollectionRequest, m.LiveCollectionInfo
+    ),
+    "get_collection": Route("GET", "/v1/collections/{name}", None, m.LiveCollectionInfo),
+    "delete_collection": Route("DELETE", "/v1/collections/{name}", None, m.DropResponse),
+    "upsert": Route("POST", "/v1/collections/{name}/items", m.UpsertRequest, m.UpsertResponse),
+    "delete_items": Route(
+        "POST", "/v1/collections/{name}/items/delete", m.DeleteRequest, m.DeleteResponse
+    ),
+    "get_items": Route("POST", "/v1/collections/{name}/items/get", m.GetRequest, m.GetResponse),
+    "patch_item": Route(
+        "PATCH", "/v1/collections/{name}/items/{id}", m.PatchRequest, m.PatchResponse
+    ),
+    "compact": Route("POST", "/v1/collections/{name}/compact", None, m.CompactResponse),
+    "snapshot": Route("POST", "/v1/collections/{name}/snapshots", None, m.SnapshotResponse),
+    "reload": Route("POST", "/v1/admin/reload", m.ReloadRequest, m.ReloadResponse),
+    "embeddings": Route("POST", "/v1/embeddings", m.EmbeddingsRequest, m.EmbeddingsResponse),
+    "models": Route("GET", "/v1/models", None, m.ModelsResponse),
+}
+
+
+UPLOAD_FORM_FIELDS = frozenset(
+    {"file", "collection", "k", "variant", "exclude", "include_metadata", "offset", "search_params"}
+)
+"""The form fields :func:`search_upload` may send (``POST /v1/search/upload``)."""
+
+
+def _segment(value: str) -> str:
+    return quote(value, safe=":@")
+
+
+def _path(route: str, **parts: str) -> str:
+    return ROUTES[route].path.format(**{key: _segment(value) for key, value in parts.items()})
+
+
+@dataclass(frozen=True)
+class Call(Generic[R]):
+    """One HTTP request and how its answer is read.
+
+    Attributes:
+        idempotent: whether sending it twice does no more than sending it once (see
+            :mod:`crisscross_client._transport`).
+        retry: whether it may be retried at all.
+    """
+
+    method: str
+    path: str
+    read: Callable[[httpx.Response], R]
+    json: Any = None
+    content: bytes | None = None
+    params: Mapping[str, str] | None = None
+    files: Mapping[str, tuple[str, bytes, str]] | None = None
+    data: Mapping[str, str] | None = None
+    headers: Mapping[str, str] | None = None
+    idempotent: bool = True
+    retry: bool = True
+
+
+@dataclass(frozen=True)
+class Plan(Generic[R, T]):
+    """The calls one client method makes, in order, and how their answers make its result."""
+
+    calls: Sequence[Call[R]]
+    combine: Callable[[list[R]], T]
+
+
+def single(call: Call[R]) -> Plan[R, R]:
+    """A plan of one call whose answer is the result."""
+    return Plan([call], lambda answers: answers[0])
+
+
+def json_of(response: httpx.Response) -> Any:
+    """The JSON body of a 2xx answer.
+
+    Raises:
+        BadResponseError: not JSON.
+    """
+    try:
+        return response.json()
+    except ValueError as error:
+        raise BadResponseError(
+            f"expected JSON, got {response.text[:200]!r}",
+            status=response.status_code,
+            request_id=response.headers.get("x-request-id"),
+            method=response.request.method,
+            url=str(response.request.url),
+        ) from error
+
+
+def reader(model: type[M]) -> Callable[[httpx.Response], M]:
+    """Reads a 2xx answer as ``model``; :class:`BadResponseError` when it is not one."""
+
+    def read(response: httpx.Response) -> M:
+        try:
+            return model.model_validate(json_of(response))
+        except ValidationError as error:
+            raise BadResponseError(
+                f"the answer is not a {model.__name__}: {error}",
+                status=response.status_code,
+                request_id=response.headers.get("x-request-id"),
+                method=response.request.method,
+                url=str(response.request.url),
+            ) from error
+
+    return read
+
+
+def raw_bytes(response: httpx.Response) -> bytes:
+    """The answer's body as bytes."""
+    return response.content
+
+
+def model_call(
+    route: str,
+    answer: type[M],
+    body: BaseModel | None = None,
+    *,
+    idempotent: bool = True,
+    params: Mapping[str, str] | None = None,
+    **parts: str,
+) -> Call[M]:
+    """A call of ``route`` with a request model, read as ``answer`` (the route's answer
+    model in :data:`ROUTES`)."""
+    spec = ROUTES[route]
+    if spec.response is not answer:
+        raise ValueError(f"{route} answers {spec.response}, not {answer.__name__}")
+    payload = None
+    if body is not None:
+        payload = body.body() if isinstance(body, m.RequestModel) else body.model_dump(mode="json")
+    return Call(
+        spec.method,
+        _path(route, **parts),
+        reader(answer),
+        json=payload,
+        params=params,
+        idempotent=idempotent,
+    )
+
+
+# --- search -----------------------------------------------------------------------------------
+
+
+def search_request(
+    *,
+    collection: str,
+    text: str | None = None,
+    vector: Sequence[float] | None = None,
+    image: ImageInput | None = None,
+    item: Any = None,
+    k: int | None = None,
+    filter: m.FilterInput | None = None,
+    variant: str | None = None,
+    exclude: Sequence[str] | None = None,
+    offset: int | None = None,
+    include_metadata: bool | None = None,
+    search_params: m.SearchParams | Mapping[str, Any] | None = None,
+    query: Any = None,
+) -> m.SearchRequest:
+    """The body of one search (``POST /v1/search`` or one search of a bulk request)."""
+    side = one_query(
+        collection=collection, text=text, image=image, item=item, vector=vector, query=query
+    )
+    return m.SearchRequest(
+        collection=collection,
+        query=side,
+        k=k,
+        variant=variant,
+        exclude=None if exclude is None else list(exclude),
+        include_metadata=include_metadata,
+        offset=offset,
+        filter=filter,
+        search_params=None
+        if search_params is None
+        else m.SearchParams.model_validate(search_params),
+    )
+
+
+def search(request: m.SearchRequest) -> Plan[m.SearchResponse, m.SearchResponse]:
+    """``POST /v1/search``."""
+    return single(model_call("search", m.SearchResponse, request))
+
+
+def search_bulk(
+    searches: Sequence[m.SearchRequest | Mapping[str, Any]],
+) -> Plan[m.BulkSearchResponse, m.BulkSearchResponse]:
+    """``POST /v1/search/bulk`` of ``searches`` as one request."""
+    requests = [m.SearchRequest.model_validate(search) for search in searches]
+    return single(
+        model_call("search_bulk", m.BulkSearchResponse, m.BulkSearchRequest(searches=requests))
+    )
+
+
+def search_many(
+    searches: Sequence[m.SearchRequest],
+    limits: ServiceLimits,
+    *,
+    return_exceptions: bool,
+) -> Plan[m.BulkSearchResponse, list[Any]]:
+    """``searches`` as bulk requests that fit ``limits``; the result is one entry per search,
+    in order: its :class:`~crisscross_client.models.SearchPageResult`, or (with
+    ``return_exceptions``) the :class:`CrisscrossError` of that search alone."""
+    bodies = [search.body() for search in searches]
+    runs = cut(
+        list(zip(searches, bodies, strict=True)),
+        max_count=limits.max_bulk_searches,
+        max_bytes=limits.max_bulk_body_bytes,
+        size=lambda pair: json_size(pair[1]),
+        max_images=limits.max_images_per_request,
+        images=lambda pair: image_count(pair[0].query),
+    )
+    calls = [
+        Call(
+            "POST",
+            ROUTES["search_bulk"].path,
+            reader(m.BulkSearchResponse),
+            json={"searches": [body for _, body in run]},
+        )
+        for run in runs
+    ]
+    counts = [len(call.json["searches"]) for call in calls]
+
+    def combine(answers: list[m.BulkSearchResponse]) -> list[Any]:
+        entries: list[Any] = []
+        for answer, count in zip(answers, counts, strict=True):
+            if len(answer.responses) != count:
+                raise BadResponseError(
+                    f"asked {count} searches, got {len(answer.responses)} answers"
+                )
+            for index, item in enumerate(answer.responses, start=len(entries)):
+                if item.status == 200 and item.result is not None:
+                    entries.append(item.result)
+                    continue
+                error = item.error or m.BulkError(code="error", message="no result")
+                failure = error_class(item.status, error.code)(
+                    f"search {index}: {error.message}",
+                    status=item.status,
+                    code=error.code,
+                    method="POST",
+                    url=ROUTES["search_bulk"].path,
+                )
+                if not return_exceptions:
+                    raise failure
+                entries.append(failure)
+        return entries
+
+    return Plan(calls, combine)
+
+
+def search_upload(
+    image: ImageInput,
+    *,
+    collection: str,
+    k: int | None = None,
+    variant: str | None = None,
+    exclude: Sequence[str] | None = None,
+    offset: int | None = None,
+    include_metadata: bool | None = None,
+    search_params: m.SearchParams | Mapping[str, Any] | None = None,
+) -> Plan[m.SearchResponse, m.SearchResponse]:
+    """``POST /v1/search/upload``: the image as a multipart file."""
+    file = image_file(image)
+    form: list[tuple[str, str]] = [("collection", collection)]
+    if k is not None:
+        form.append(("k", str(k)))
+    if variant is not None:
+        form.append(("variant", variant))
+    if offset is not None:
+        form.append(("offset", str(offset)))
+    if include_metadata is not None:
+        form.append(("include_metadata", "true" if include_metadata else "false"))
+    if search_params is not None:
+        params = m.SearchParams.model_validate(search_params).body()
+        form.append(("search_params", json.dumps(params)))
+    data: dict[str, Any] = dict(form)
+    if exclude:
+        data["exclude"] = list(exclude)
+    assert {"file", *data} <= UPLOAD_FORM_FIELDS
+    return single(
+        Call(
+            "POST",
+            ROUTES["search_upload"].path,
+            reader(m.SearchResponse),
+            files={"file": (file.filename, file.data, file.content_type)},
+            data=data,
+        )
+    )
+
+
+# --- score and embed ---------------------------------------------------------------------------
+
+
+def score(
+    pairs: Sequence[tuple[Any, Any]], variant: str | None, limits: ServiceLimits
+) -> Plan[m.ScoreResponse, m.ScoreResponse]:
+    """``POST /v1/score`` of ``pairs`` (``(left, right)`` query inputs), cut by ``limits``;
+    the scores come back in order."""
+    sides = [m.ScorePair(left=to_query(left), right=to_query(right)) for left, right in pairs]
+    bodies = [pair.body() for pair in sides]
+    runs = cut(
+        list(zip(sides, bodies, strict=True)),
+        max_count=limits.max_score_pairs,
+        max_bytes=limits.max_body_bytes,
+        size=lambda pair: json_size(pair[1]),
+        max_images=limits.max_images_per_request,
+        images=lambda pair: image_count(pair[0].left) + image_count(pair[0].right),
+    )
+    calls = [
+        model_call(
+            "score",
+            m.ScoreResponse,
+            m.ScoreRequest(pairs=[pair for pair, _ in run], variant=variant),
+        )
+        for run in runs
+    ]
+
+    def combine(answers: list[m.ScoreResponse]) -> m.ScoreResponse:
+        first = answers[0]
+        scores = [value for answer in answers for value in answer.scores]
+        if len(scores) != len(sides):
+            raise BadResponseError(f"asked for {len(sides)} scores, got {len(scores)}")
+        return first.model_copy(update={"scores": scores})
+
+    return Plan(calls, combine)
+
+
+def _combine_embeddings(expected: int) -> Callable[[list[m.EmbedResponse]], m.EmbedResponse]:
+    def combine(answers: list[m.EmbedResponse]) -> m.EmbedResponse:
+        vectors = [vector for answer in answers for vector in answer.embeddings]
+        if len(vectors) != expected:
+            raise BadResponseError(f"asked for {expected} embeddings, got {len(vectors)}")
+        return answers[0].model_copy(update={"embeddings": vectors})
+
+    return combine
+
+
+def embed_texts(
+    texts: Sequence[str], variant: str | None, limits: ServiceLimits
+) -> Plan[m.EmbedResponse, m.EmbedResponse]:
+    """``POST /v1/embed`` of ``texts``, cut by ``limits``."""
+    if isinstance(texts, str):
+        raise TypeError("texts is a list of strings, not one string")
+    runs = cut(
+        list(texts),
+        max_count=limits.max_embed_inputs,
+        max_bytes=limits.max_body_bytes,
+        size=json_size,
+    )
+    calls = [
+        model_call("embed_texts", m.EmbedResponse, m.EmbedTexts(texts=run, variant=variant))
+        for run in runs
+    ]
+    return Plan(calls, _combine_embeddings(len(texts)))
+
+
+def embed_images(
+    images: Sequence[ImageInput], variant: str | None, limits: ServiceLimits
+) -> Plan[m.EmbedResponse, m.EmbedResponse]:
+    """``POST /v1/embed`` of ``images``, cut by ``limits``."""
+    encoded = [image_base64(image) for image in images]
+    runs = cut(
+        encoded,
+        max_count=limits.max_images_per_request,
+        max_bytes=limits.max_body_bytes,
+        size=len,
+    )
+    calls = [
+        model_call("embed_images", m.EmbedResponse, m.EmbedImages(images=run, variant=variant))
+        for run in runs
+    ]
+    return Plan(calls, _combine_embeddings(len(encoded)))
+
+
+def embeddings(
+    input: str | Sequence[Any],
+    model: str,
+    *,
+    encoding_format: m.EncodingFormat | None,
+    dimensions: int | None,
+    modality: str | None,
+    user: str | None,
+) -> Plan[m.EmbeddingsResponse, m.EmbeddingsResponse]:
+    """``POST /v1/embeddings`` (OpenAI shape); with ``modality="image"`` the inputs may be any
+    image input and are sent as base64 files."""
+    value: str | list[str]
+    if isinstance(input, str):
+        value = input
+    elif modality == "image":
+        value = [item if isinstance(item, str) else image_base64(item) for item in input]
+    else:
+        value = [str(item) for item in input]
+    body = m.EmbeddingsRequest(
+        model=model,
+        input=value,
+        encoding_format=encoding_format,
+        dimensions=dimensions,
+        user=user,
+        modality=modality,
+    )
+    return single(model_call("embeddings", m.EmbeddingsResponse, body))
+
+
+# --- items and thumbnails ------------------------------------------------------------------------
+
+
+def item(collection: str, id: str, variant: str | None) -> Plan[m.ItemResponse, m.ItemResponse]:
+    """``GET /v1/items/{collection}/{id}``."""
+    params = None if variant is None else {"variant": variant}
+    return single(model_call("item", m.ItemResponse, params=params, collection=collection, id=id))
+
+
+def thumbnail(collection: str, id: str, variant: str | None) -> Plan[bytes, bytes]:
+    """``GET /v1/thumbnails/{collection}/{id}``: JPEG bytes."""
+    params = None if variant is None else {"variant": variant}
+    return single(
+        Call("GET", _path("thumbnail", collection=collection, id=id), raw_bytes, params=params)
+    )
+
+
+# --- live collections ------------------------------------------------------------------------
+
+
+def create_collection(
+    body: m.CreateCollectionRequest,
+) -> Plan[m.LiveCollectionInfo, m.LiveCollectionInfo]:
+    """``POST /v1/collections`` (not idempotent: a repeat is 409 ``collection_exists``)."""
+    return single(model_call("create_collection", m.LiveCollectionInfo, body, idempotent=False))
+
+
+def write_item(value: m.WriteItem | Mapping[str, Any]) -> m.WriteItem:
+    """An upsert item from a model or a dict whose ``image`` may be any image input and whose
+    ``vector`` may be packed (``vector_format="base64"`` is :func:`pack_vector`)."""
+    if isinstance(value, m.WriteItem):
+        return value
+    fields = dict(value)
+    image = fields.get("image")
+    if image is not None and not isinstance(image, str):
+        fields["image"] = image_base64(image)
+    if fields.get("vector") is not None:
+        fields["vector"] = [float(v) for v in fields["vector"]]
+    return m.WriteItem.model_validate(fields)
+
+
+def pack_vector(vector: Sequence[float]) -> str:
+    """A vector as ``vector_base64`` takes it: standard base64 of little-endian float32."""
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+
+
+def upsert(
+    collection: str, items: Sequence[m.WriteItem | Mapping[str, Any]], limits: ServiceLimits
+) -> Plan[m.UpsertResponse, m.UpsertResponse]:
+    """``POST /v1/collections/{name}/items`` in batches that fit ``limits`` (each batch all or
+    nothing; idempotent: items are replaced by id)."""
+    written = [write_item(entry) for entry in items]
+    bodies = [entry.body() for entry in written]
+    runs = cut(
+        list(zip(written, bodies, strict=True)),
+        max_count=limits.max_write_items,
+        max_bytes=limits.max_write_body_bytes,
+        size=lambda pair: json_size(pair[1]),
+    )
+    calls = [
+        model_call(
+            "upsert",
+            m.UpsertResponse,
+            m.UpsertRequest(items=[entry for entry, _ in run]),
+            name=collection,
+        )
+        for run in runs
+    ] or [model_call("upsert", m.UpsertResponse, m.UpsertRequest(items=[]), name=collection)]
+
+    def combine(answers: list[m.UpsertResponse]) -> m.UpsertResponse:
+        total = sum(answer.upserted for answer in answers)
+        return answers[-1].model_copy(update={"upserted": total})
+
+    return Plan(calls, combine)
+
+
+def delete_items(
+    collection: str,
+    ids: Sequence[str] | None,
+    filter: m.FilterInput | None,
+    limits: ServiceLimits,
+) -> Plan[m.DeleteResponse, m.DeleteResponse]:
+    """``POST /v1/collections/{name}/items/delete``: by ids (idempotent, cut by ``limits``) or
+    by filter (not idempotent: it deletes what matches when it is logged)."""
+    if (ids is None) == (filter is None):
+        raise ValueError("give exactly one of ids and filter")
+    if filter is not None:
+        body = m.DeleteRequest(filter=filter)
+        return single(
+            model_call("delete_items", m.DeleteResponse, body, idempotent=False, name=collection)
+        )
+    assert ids is not None
+    runs = list(cut(list(ids), max_count=limits.max_write_items)) or [[]]
+    calls = [
+        model_call("delete_items", m.DeleteResponse, m.DeleteRequest(ids=run), name=collection)
+        for run in runs
+    ]
+
+    def combine(answers: list[m.DeleteResponse]) -> m.DeleteResponse:
+        total = sum(answer.deleted for answer in answers)
+        return answers[-1].model_copy(update={"deleted": total})
+
+    return Plan(calls, combine)
+
+
+def get_items(
+    collection: str, ids: Sequence[str], include_vectors: bool | None, limits: ServiceLimits
+) -> Plan[m.GetResponse, m.GetResponse]:
+    """``POST /v1/collections/{name}/items/get``, cut by ``limits``."""
+    runs = list(cut(list(ids), max_count=limits.max_write_items)) or [[]]
+    calls = [
+        model_call(
+            "get_items",
+            m.GetResponse,
+            m.GetRequest(ids=run, include_vectors=include_vectors),
+            name=collection,
+        )
+        for run in runs
+    ]
+
+    def combine(answers: list[m.GetResponse]) -> m.GetResponse:
+        stored = [entry for answer in answers for entry in answer.items]
+        return answers[-1].model_copy(update={"items": stored})
+
+    return Plan(calls, combine)
+
+
+def collection_call(route: str, answer: type[M], name: str, *, idempotent: bool) -> Plan[M, M]:
+    """A call of a route under ``/v1/collections/{name}`` without a body."""
+    return single(model_call(route, answer, idempotent=idempotent, name=name))
+
+
+def served(route: str, answer: type[M]) -> Plan[M, M]:
+    """A ``GET`` of a route without parameters."""
+    return single(model_call(route, answer))
+
+
+def patch_item(
+    collection: str, id: str, metadata: Mapping[str, Any], merge: bool | None
+) -> Plan[m.PatchResponse, m.PatchResponse]:
+    """``PATCH /v1/collections/{name}/items/{id}`` (idempotent: the same patch twice leaves
+    the same metadata)."""
+    body = m.PatchRequest(metadata=dict(metadata), merge=merge)
+    return single(model_call("patch_item", m.PatchResponse, body, name=collection, id=id))
+
+
+def reload(bundle: str | None, version: str | None) -> Plan[m.ReloadResponse, m.ReloadResponse]:
+    """``POST /v1/admin/reload``."""
+    body = m.ReloadRequest(bundle=bundle, version=version)
+    return single(model_call("reload", m.ReloadResponse, body, idempotent=False))
+
+
+def answer_error(response: httpx.Response, retry_after: float | None) -> CrisscrossError:
+    """The exception for an error answer."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    return error_from_answer(
+        response.status_code,
+        body,
+        response.text,
+        request_id=response.headers.get("x-request-id"),
+        retry_after=retry_after,
+        method=response.request.method,
+        url=str(response.request.url),
+    )

@@ -1,0 +1,209 @@
+"""Long inputs cut into requests that fit the service's limits, answers kept in order."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+import crisscross_client as cc
+from crisscross_client import models as m
+from crisscross_client.bulk import cut
+from tests.conftest import REPO_ROOT
+
+TIMINGS = {"encode": 1.0, "search": 1.0, "total": 2.0}
+
+
+def _page(query: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "results": [{"id": json.dumps(query, sort_keys=True)[:60], "score": 1.0, "rank": 1}],
+        "collection": "captions",
+        "variant": "v",
+        "bundle": "b",
+        "bundle_version": "1",
+        "next_offset": None,
+    }
+
+
+class BulkService:
+    """Answers each bulk search with its query as the hit id; a query text 'bad' fails."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+        self.images: list[int] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        searches = json.loads(request.content)["searches"]
+        self.sizes.append(len(searches))
+        self.images.append(sum("image" in search["query"] for search in searches))
+        responses = []
+        for search in searches:
+            if search["query"].get("text") == "bad":
+                error = {"code": "invalid_input", "message": "bad text"}
+                responses.append({"status": 422, "error": error})
+            else:
+                responses.append({"status": 200, "result": _page(search["query"])})
+        return httpx.Response(200, json={"responses": responses, "timings_ms": TIMINGS})
+
+
+def _client(service: Any, limits: cc.ServiceLimits | None = None) -> cc.Client:
+    return cc.Client("http://svc", transport=httpx.MockTransport(service), limits=limits)
+
+
+def test_search_many_cuts_by_the_bulk_limit_and_keeps_the_order() -> None:
+    service = BulkService()
+    queries = [f"caption {n}" for n in range(600)]
+    with _client(service) as client:
+        pages = client.search_many(queries, "captions", k=1)
+    assert service.sizes == [256, 256, 88]
+    assert [page.results[0].id for page in pages] == [
+        json.dumps({"text": text}) for text in queries
+    ]
+
+
+def test_search_many_cuts_by_images_and_bytes() -> None:
+    service = BulkService()
+    limits = cc.ServiceLimits(max_bulk_searches=100, max_images_per_request=3)
+    queries: list[Any] = [b"\x89PNG\r\n\x1a\n"] * 7 + ["text"] * 2
+    with _client(service, limits) as client:
+        assert len(client.search_many(queries, "images")) == 9
+    assert service.images == [3, 3, 1]
+    assert service.sizes == [3, 3, 3]
+    service = BulkService()
+    small = cc.ServiceLimits(max_bulk_body_bytes=4096 + 450)
+    with _client(service, small) as client:
+        client.search_many(["x" * 150] * 5, "captions")
+    assert service.sizes == [2, 2, 1]
+
+
+def test_search_many_raises_a_failed_search_or_returns_it_in_place() -> None:
+    with _client(BulkService()) as client:
+        with pytest.raises(cc.InvalidInput, match="search 1: bad text") as caught:
+            client.search_many(["good", "bad"], "captions")
+        assert caught.value.status == 422
+        entries = client.search_many(["good", "bad", "fine"], "captions", return_exceptions=True)
+    assert isinstance(entries[1], cc.InvalidInput)
+    assert [type(entry).__name__ for entry in entries] == [
+        "SearchPageResult",
+        "InvalidInputError",
+        "SearchPageResult",
+    ]
+
+
+def test_search_many_takes_whole_requests_and_an_empty_list() -> None:
+    service = BulkService()
+    with _client(service) as client:
+        assert client.search_many([], "captions") == []
+        request = cc.SearchRequest(collection="images", query=m.TextQuery(text="t"), k=3)
+        vector = np.array([0.5, 0.5], dtype=np.float32)
+        client.search_many([request, ("captions", "c1"), [0.5, 0.5], vector], "captions")
+    assert service.sizes == [4]
+
+
+def test_a_short_bulk_answer_is_a_bad_response() -> None:
+    def handler(_request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"responses": [], "timings_ms": TIMINGS})
+
+    with _client(handler) as client, pytest.raises(cc.BadResponse, match="asked 1"):
+        client.search_many(["a"], "captions")
+
+
+def test_async_search_many_matches_the_sync_one() -> None:
+    service = BulkService()
+    queries = [f"q{n}" for n in range(300)]
+
+    async def scenario() -> list[Any]:
+        async with cc.AsyncClient("http://svc", transport=httpx.MockTransport(service)) as c:
+            return await c.search_many(queries, "captions")
+
+    pages = asyncio.run(scenario())
+    assert service.sizes == [256, 44]
+    assert pages[299].results[0].id == json.dumps({"text": "q299"})
+
+
+def test_embed_score_upsert_delete_and_get_are_cut_and_merged() -> None:
+    seen: dict[str, list[int]] = {}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        path = request.url.path
+        if path == "/v1/embed":
+            seen.setdefault("embed", []).append(len(body["texts"]))
+            vectors = [[float(len(text)), 0.0] for text in body["texts"]]
+            return httpx.Response(200, json={"embeddings": vectors, "dim": 2, "variant": "v"})
+        if path == "/v1/score":
+            seen.setdefault("score", []).append(len(body["pairs"]))
+            scores = [float(len(pair["left"]["text"])) for pair in body["pairs"]]
+            answer = {"scores": scores, "variant": "v", "bundle_version": None}
+            return httpx.Response(200, json={**answer, "timings_ms": TIMINGS})
+        if path.endswith("/items"):
+            seen.setdefault("upsert", []).append(len(body["items"]))
+            return httpx.Response(
+                200, json={"seq": len(seen["upsert"]), "upserted": len(body["items"])}
+            )
+        if path.endswith("/delete"):
+            seen.setdefault("delete", []).append(len(body["ids"]))
+            return httpx.Response(200, json={"seq": 9, "deleted": len(body["ids"])})
+        seen.setdefault("get", []).append(len(body["ids"]))
+        items = [{"id": id, "metadata": {}} for id in body["ids"]]
+        return httpx.Response(200, json={"items": items, "seq": 9})
+
+    with _client(handler) as client:
+        texts = ["x" * (n % 7 + 1) for n in range(600)]
+        embedded = client.embed_texts(texts)
+        assert [vector[0] for vector in embedded.embeddings] == [float(len(t)) for t in texts]
+        scores = client.score([(text, "other") for text in texts[:2050]] * 1, variant="v")
+        assert scores.scores == [float(len(t)) for t in texts]
+        written = client.upsert("n", [{"id": str(n), "vector": [1.0]} for n in range(2500)])
+        assert (written.upserted, written.seq) == (2500, 3)
+        assert client.delete_items("n", ids=[str(n) for n in range(1001)]).deleted == 1001
+        assert len(client.get_items("n", [str(n) for n in range(1500)]).items) == 1500
+    assert seen == {
+        "embed": [256, 256, 88],
+        "score": [600],
+        "upsert": [1000, 1000, 500],
+        "delete": [1000, 1],
+        "get": [1000, 500],
+    }
+
+
+def test_limits_are_read_from_the_openapi_document() -> None:
+    document = {
+        "components": {
+            "schemas": {
+                "BulkSearchRequest": {"properties": {"searches": {"maxItems": 16}}},
+                "EmbedTexts": {"properties": {"texts": {"maxItems": 8}}},
+                "UpsertRequest": {"properties": {"items": {"maxItems": 50}}},
+            }
+        }
+    }
+    limits = cc.ServiceLimits.from_openapi(document)
+    assert (limits.max_bulk_searches, limits.max_embed_inputs, limits.max_write_items) == (
+        16,
+        8,
+        50,
+    )
+    assert limits.max_score_pairs == cc.ServiceLimits().max_score_pairs
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/openapi.json"
+        return httpx.Response(200, json=document)
+
+    with _client(handler) as client:
+        assert client.load_limits().max_bulk_searches == 16
+        assert client.limits.max_bulk_searches == 16
+
+
+def test_the_defaults_are_the_documented_limits() -> None:
+    document = json.loads((REPO_ROOT / "docs" / "openapi.json").read_text())
+    assert cc.ServiceLimits.from_openapi(document) == cc.ServiceLimits()
+
+
+def test_cut_keeps_an_oversized_item_alone() -> None:
+    runs = list(cut(["a", "b" * 10_000, "c"], max_count=10, max_bytes=5000, size=len))
+    assert [len(run) for run in runs] == [1, 1, 1]
+    assert list(cut([], max_count=3)) == []
