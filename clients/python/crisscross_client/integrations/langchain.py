@@ -21,10 +21,10 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict
 
 from crisscross_client.client import Client
-from crisscross_client.errors import NotFoundError
 from crisscross_client.integrations.filters import from_langchain
 from crisscross_client.integrations.stored_documents import (
     collection_fields,
+    ensure_collection,
     restored,
     stored_metadata,
 )
@@ -60,13 +60,8 @@ class CrisscrossEmbeddings(Embeddings):
         """One embedding per text, in order (long lists cut by the service's limits)."""
         if not texts:
             return []
-        vectors: list[list[float]] = []
         with self._with_client() as client:
-            limit = client.limits.max_embed_inputs
-            for start in range(0, len(texts), limit):
-                answer = client.embed_texts(texts[start : start + limit], variant=self.variant)
-                vectors.extend(answer.embeddings)
-        return vectors
+            return client.embed_texts(texts, variant=self.variant).embeddings
 
     def embed_query(self, text: str) -> list[float]:
         """The embedding of one query text."""
@@ -115,17 +110,14 @@ class CrisscrossVectorStore(VectorStore):
             self._create_if_missing()
 
     def _create_if_missing(self) -> None:
-        try:
-            self._client.get_collection(self.collection)
-            return
-        except NotFoundError:
-            pass
-        declared = collection_fields(self.fields)
-        if self._embedding is not None:
-            dim = len(self._embedding.embed_query("dimension probe"))
-            self._client.create_collection(self.collection, dim=dim, fields=declared)
-        else:
-            self._client.create_collection(self.collection, variant=self.variant, fields=declared)
+        embedding = self._embedding
+
+        def dim() -> int | None:
+            return None if embedding is None else len(embedding.embed_query("dimension probe"))
+
+        ensure_collection(
+            self._client, self.collection, self.variant, dim, collection_fields(self.fields)
+        )
 
     @property
     def embeddings(self) -> Embeddings | None:

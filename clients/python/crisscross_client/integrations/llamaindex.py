@@ -22,8 +22,8 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_
 from pydantic import Field, PrivateAttr
 
 from crisscross_client.client import Client
-from crisscross_client.errors import NotFoundError
 from crisscross_client.integrations.filters import from_llamaindex
+from crisscross_client.integrations.stored_documents import ensure_collection
 from crisscross_client.models import FieldType
 
 NODE_FIELD = "node_json"
@@ -67,15 +67,14 @@ class CrisscrossVectorStore(BasePydanticVectorStore):
         self._create_if_missing()
 
     def _create_if_missing(self) -> None:
-        try:
-            self._client.get_collection(self.collection)
-        except NotFoundError:
-            self._client.create_collection(
-                self.collection,
-                variant=self.variant,
-                dim=self.dim,
-                fields={**_OWN_FIELDS, **self.fields},
-            )
+        fixed_dim = self.dim
+        ensure_collection(
+            self._client,
+            self.collection,
+            self.variant,
+            lambda: fixed_dim,
+            {**_OWN_FIELDS, **self.fields},
+        )
 
     @classmethod
     def class_name(cls) -> str:
