@@ -177,6 +177,14 @@ class ServiceMetrics:
             ["reason"],
             registry=self.registry,
         )
+        self.query_cache_lookups = Counter(
+            "crisscross_query_cache_lookups",
+            "Query texts looked up in the query-embedding cache (query_cache_entries), by "
+            "variant and result: hit (answered without the encoder) or miss (embedded, then "
+            "kept).",
+            ["variant", "result"],
+            registry=self.registry,
+        )
         self.client_refusals = Counter(
             "crisscross_client_refusals",
             "Connections and requests refused for how the client sent them, by reason: "
@@ -342,6 +350,13 @@ class ServiceMetrics:
         labels = (route, method, str(status))
         self.requests.labels(*labels).inc()
         self.request_seconds.labels(*labels).observe(seconds)
+
+    def count_query_cache(self, variant: str, *, hits: int, misses: int) -> None:
+        """Count one request's lookups in the query-embedding cache."""
+        if hits:
+            self.query_cache_lookups.labels(variant, "hit").inc(hits)
+        if misses:
+            self.query_cache_lookups.labels(variant, "miss").inc(misses)
 
     def count_client_refusal(self, reason: str) -> None:
         """Count one refusal at the connection or the body gate (see ``client_refusals``)."""

@@ -49,6 +49,7 @@ from service.engine.query import (
     tower_of,
     where_of,
 )
+from service.engine.query_cache import QueryCache
 from service.engine.search_params import resolve
 from service.exceptions import (
     DimensionMismatchError,
@@ -120,6 +121,8 @@ class Searcher:
         self._faiss_threads = faiss_threads
         self.live: LiveCollections | None = None
         """The live collections searches may name (set when the app's lifespan opens them)."""
+        self.query_cache: QueryCache | None = None
+        """The query-embedding cache (set when ``query_cache_entries`` is above 0)."""
 
     def vector_dims(self, catalog: Catalog) -> set[int]:
         """The dimensions a client's vector may have: every served variant's and every live
@@ -191,12 +194,14 @@ class Searcher:
             catalog, query.variant, query.collection, side, query.side_where
         )
         find = self._page_search(served, query.page)
-        if isinstance(side, TextSide):
+        cached = self._cached_text(variant, side) if isinstance(side, TextSide) else None
+        if isinstance(side, TextSide) and cached is None:
             result = await self._encode(context, variant, "text", [side.text], follow_up=find)
+            self._keep_text(variant, side.text, result.rows[0])
         elif isinstance(side, ImageSide):
             result = await self._embed_images(context, variant, [side.payload], follow_up=find)
         else:
-            vector = self._given_vector(catalog, variant, side)
+            vector = cached if cached is not None else self._given_vector(catalog, variant, side)
             started = time.perf_counter()
             try:
                 page = await run_in_threadpool(find, vector[None, :])
@@ -397,6 +402,21 @@ class Searcher:
         rows = [vector_of(index, side) for index, side in enumerate(sides)]
         return np.stack(rows).astype(np.float32, copy=False), versions
 
+    def _cached_text(self, variant: ServedVariant, side: TextSide) -> np.ndarray | None:
+        """The query cache's embedding of a search's text (counted), or None."""
+        cache = self.query_cache
+        if cache is None:
+            return None
+        row = cache.get(variant.fingerprint, side.text)
+        hit = row is not None
+        self._metrics.count_query_cache(variant.name, hits=int(hit), misses=int(not hit))
+        return row
+
+    def _keep_text(self, variant: ServedVariant, text: str, row: np.ndarray) -> None:
+        """Keep a finite embedding of ``text`` in the query cache, where there is one."""
+        if self.query_cache is not None and np.isfinite(row).all():
+            self.query_cache.put(variant.fingerprint, text, row)
+
     async def embed_texts(
         self, context: RequestContext, variant: ServedVariant, texts: Sequence[str]
     ) -> np.ndarray:
@@ -404,8 +424,28 @@ class Searcher:
         requests): float32 ``[len(texts), dim]``, L2-normalised."""
         if not texts:
             return np.empty((0, variant.dim), dtype=np.float32)
-        result = await self._encode(context, variant, "text", texts)
-        return result.rows
+        cache = self.query_cache
+        if cache is None:
+            result = await self._encode(context, variant, "text", texts)
+            return result.rows
+        fingerprint = variant.fingerprint
+        rows = np.empty((len(texts), variant.dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for slot, text in enumerate(texts):
+            cached = cache.get(fingerprint, text)
+            if cached is None:
+                missing.setdefault(text, []).append(slot)
+            else:
+                rows[slot] = cached
+        misses = sum(len(slots) for slots in missing.values())
+        self._metrics.count_query_cache(variant.name, hits=len(texts) - misses, misses=misses)
+        if missing:
+            to_embed = list(missing)
+            embedded = (await self._encode(context, variant, "text", to_embed)).rows
+            for text, row in zip(to_embed, embedded, strict=True):
+                rows[missing[text]] = row
+                self._keep_text(variant, text, row)
+        return rows
 
     async def embed_images(
         self, context: RequestContext, variant: ServedVariant, payloads: Sequence[ImagePayload]

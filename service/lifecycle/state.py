@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from service.engine.admission import AdmissionGate
 from service.engine.catalog import Catalog
 from service.engine.images import image_limits
+from service.engine.query_cache import QueryCache
 from service.engine.searcher import Searcher
 from service.exceptions import NotReadyError
 from service.lifecycle.batch_defaults import overload_limit
@@ -57,6 +58,8 @@ class ServiceState:
     def __post_init__(self) -> None:
         settings = self.settings
         self.searcher = Searcher(self.metrics, image_limits(settings), settings.faiss_threads)
+        if settings.query_cache_entries > 0:
+            self.searcher.query_cache = QueryCache(settings.query_cache_entries)
         self.admission = AdmissionGate(
             limit=settings.max_concurrent_requests,
             overload_limit=overload_limit(settings, ()),
@@ -103,6 +106,8 @@ def publish_catalog(state: ServiceState, catalog: Catalog) -> None:
     gate's overload limit follows the devices the encoders run on
     (:func:`service.lifecycle.batch_defaults.overload_limit`)."""
     state.catalog = catalog
+    if state.searcher.query_cache is not None:
+        state.searcher.query_cache.clear()
     state.admission.set_overload_limit(
         overload_limit(
             state.settings,

@@ -106,6 +106,17 @@ class LoadSettings(BaseModel):
             "503 overloaded with Retry-After."
         ),
     )
+    query_cache_entries: int = Field(
+        default=0,
+        ge=0,
+        le=10_000_000,
+        description=(
+            "Query texts whose embeddings are kept (least recently used evicted first), per "
+            "process, keyed by the variant's fingerprint and the exact text: a repeated query "
+            "text skips the queue and the encoder. 0 (default): off. Emptied when a reload "
+            "publishes a catalog. Each entry costs dim float32 values plus the text."
+        ),
+    )
     overload_retry_after_s: int = Field(
         default=1,
         ge=1,
