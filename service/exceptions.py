@@ -68,6 +68,12 @@ class SearchParamNotApplicableError(InvalidQueryError):
     that is not IVF (or above its ``nlist``), ``ef_search`` on one that is not HNSW."""
 
 
+class LeverNotApplicableError(InvalidQueryError):
+    """A request's quality levers do not fit what is served: keywords on a field the collection
+    lacks or that holds no text, a re-rank by a variant that does not serve the collection, a
+    re-rank by another variant of a client's vector."""
+
+
 class OverloadedError(DomainError):
     """The encoder's queue is full, or the request's deadline passed while it waited; retry
     after ``retry_after_s`` seconds."""

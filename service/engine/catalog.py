@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from encoders.variant import Tower
 from service.engine.batcher import Batcher
 from service.engine.exact_scan import ExactScan
+from service.engine.lexical_index import LexicalIndexes
 from service.exceptions import (
     AmbiguousNameError,
     NotFoundError,
@@ -191,6 +192,8 @@ class ServedCollection:
     scan: ExactScan | None = None
     """The onnxruntime scan that searches a CPU flat collection's stored vectors (None: numpy's
     matrix product does; see :mod:`service.engine.exact_scan`)."""
+    lexical: LexicalIndexes = field(default_factory=LexicalIndexes, compare=False, repr=False)
+    """The collection's keyword indexes, made on first use (:mod:`service.engine.levers`)."""
 
     @property
     def name(self) -> str:

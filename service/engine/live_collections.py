@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from service.engine.lexical_index import LexicalIndexes
 from service.engine.live_search import LiveFields
 from service.engine.write_path import CollectionWriter
 from service.exceptions import (
@@ -38,6 +39,8 @@ class LiveEntry:
 
     writer: CollectionWriter
     fields: LiveFields
+    lexical: LexicalIndexes = field(default_factory=LexicalIndexes, compare=False, repr=False)
+    """The collection's keyword indexes, made on first use and renewed with its segment."""
 
     @property
     def collection(self) -> LiveCollection:

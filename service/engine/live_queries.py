@@ -9,7 +9,8 @@ query naming a live collection to :func:`search_live`, with itself as the embedd
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -19,6 +20,8 @@ from encoders.variant import Tower
 from service.engine.catalog import Catalog, ServedVariant
 from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload
+from service.engine.lever_search import LeverInputs, live_page_with_levers
+from service.engine.levers import keywords, needs_vector
 from service.engine.live_collections import LiveEntry
 from service.engine.live_search import live_page
 from service.engine.pages import SearchPage
@@ -34,6 +37,7 @@ from service.engine.query import (
 )
 from service.exceptions import (
     DimensionMismatchError,
+    LeverNotApplicableError,
     NotFoundError,
     SearchParamNotApplicableError,
     TowerMissingError,
@@ -42,6 +46,7 @@ from service.exceptions import (
 )
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
+from storage.live.segment import SegmentView
 
 
 class Embedder(Protocol):
@@ -96,11 +101,17 @@ async def search_live(
             f"{page.params_where}: live collection {quoted(spec.name)} is searched exactly; "
             "nprobe and ef_search do not apply"
         )
-    vector = await live_vector(embedder, context, catalog, entry, query.side, query.side_where)
+    levers = query.levers
+    search: Callable[[SegmentView, str], SearchPage]
+    if levers.plain:
+        vector = await live_vector(embedder, context, catalog, entry, query.side, query.side_where)
+        search = partial(live_page, query=vector, page=page)
+    else:
+        search = await _lever_search(embedder, context, catalog, entry, query)
     started = time.perf_counter()
     view = collection.view()
     try:
-        found = await run_in_threadpool(live_page, view, spec.name, vector, page)
+        found = await run_in_threadpool(search, view, spec.name)
     finally:
         seconds = time.perf_counter() - started
         context.add_search_ms(seconds * 1000.0, started)
@@ -146,6 +157,37 @@ async def live_vector(
         rows = await embedder.embed_images(context, variant, [side.payload])
     embedded: np.ndarray = rows[0]
     return embedded
+
+
+async def _lever_search(
+    embedder: Embedder,
+    context: RequestContext,
+    catalog: Catalog,
+    entry: LiveEntry,
+    query: SearchQuery,
+) -> Callable[[SegmentView, str], SearchPage]:
+    """The search of a live collection with quality levers, its keywords, field and re-rank
+    checked and its vector made (:mod:`service.engine.levers`)."""
+    levers, side, spec = query.levers, query.side, entry.collection.spec
+    fields = {name: column.type for name, column in entry.fields.columns.items()}
+    text = side.text if isinstance(side, TextSide) else None
+    terms, field = keywords(levers, text, fields, live=True)
+    if levers.rerank is not None and levers.rerank.by == "variant":
+        raise LeverNotApplicableError(
+            f"{levers.where}rerank: live collection {quoted(spec.name)} is embedded by one "
+            "variant only; re-rank it by its exact vectors (by: exact)"
+        )
+    levers.depth(query.page.offset, query.page.k)
+    vector = None
+    if needs_vector(levers):
+        vector = await live_vector(embedder, context, catalog, entry, side, query.side_where)
+    inputs = LeverInputs(vector=vector, terms=terms, field=field)
+    lexical, page = entry.lexical, query.page
+
+    def search(view: SegmentView, name: str) -> SearchPage:
+        return live_page_with_levers(view, name, lexical, page, levers, inputs)
+
+    return search
 
 
 def live_variant(catalog: Catalog, entry: LiveEntry, tower: Tower, where: str) -> ServedVariant:

@@ -31,6 +31,8 @@ class SearchPage:
     hits: list[SearchHit]
     next_offset: int | None
     params: EffectiveParams = DEFAULT_PARAMS
+    mode: str = "dense"
+    """The mode of the search (:mod:`service.engine.levers`)."""
 
 
 def page_of(

@@ -17,6 +17,7 @@ import numpy as np
 from encoders.variant import Tower
 from service.engine.filter_grammar import Filter
 from service.engine.images import ImagePayload
+from service.engine.levers import NO_LEVERS, Levers
 from service.engine.search_params import SearchOverride
 from service.exceptions import InvalidQueryError
 
@@ -100,6 +101,9 @@ class SearchQuery:
     side: QuerySide
     page: PageRequest
     where: str = ""
+    levers: Levers = NO_LEVERS
+    """Mode, keywords, fusion, window and re-rank (:mod:`service.engine.levers`); the default is
+    a plain dense search."""
 
     @property
     def side_where(self) -> str:

@@ -17,6 +17,7 @@ log and ``timings_ms``) and to the stage histograms. Errors are domain errors
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ from service.engine.batcher import EncodeResult, FollowUp
 from service.engine.catalog import Catalog, ServedCollection, ServedVariant
 from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload, decode_payload, payload_bytes
+from service.engine.lever_search import LeverInputs, bundle_page
+from service.engine.levers import Levers, keywords, needs_vector
 from service.engine.live_collections import LiveCollections, LiveEntry
 from service.engine.live_queries import search_live, stored_live_vector
 from service.engine.pages import PageSearch, SearchPage
@@ -56,6 +59,7 @@ from service.exceptions import (
     DomainError,
     ImageRefusedError,
     InvalidQueryError,
+    LeverNotApplicableError,
     NotFoundError,
     OverloadedError,
     ShuttingDownError,
@@ -190,6 +194,8 @@ class Searcher:
         live = self.live_entry(query.collection)
         if live is not None:
             return await self._search_live(context, catalog, live, query)
+        if not query.levers.plain:
+            return await self._search_with_levers(context, catalog, query)
         variant, served = self.target(
             catalog, query.variant, query.collection, side, query.side_where
         )
@@ -210,6 +216,97 @@ class Searcher:
             return Answer.of(variant, served, page)
         self._record_search(context, served, result.follow_up_started_s, result.follow_up_s)
         return Answer.of(variant, served, cast("SearchPage", result.follow_up))
+
+    async def _search_with_levers(
+        self, context: RequestContext, catalog: Catalog, query: SearchQuery
+    ) -> Answer:
+        """:meth:`search` with quality levers (:mod:`service.engine.levers`): the target, filter,
+        search parameters, keywords, window and re-rank are checked, then the vectors the
+        search needs are made (the query's in the collection's variant, and in the re-rank's
+        variant), then the legs are searched, fused and re-scored on a worker thread."""
+        levers, side, page = query.levers, query.side, query.page
+        variant, served = self.target(
+            catalog, query.variant, query.collection, side, query.side_where
+        )
+        if page.filter is not None:
+            check_filter(page.filter, served.collection, page.where)
+        params = resolve(served.collection, page.override, page.params_where)
+        text = side.text if isinstance(side, TextSide) else None
+        terms, field = keywords(levers, text, served.collection.fields, live=False)
+        if levers.mode == "hybrid" or levers.rerank is not None:
+            levers.depth(page.offset, page.k)
+        other = self._rerank_target(catalog, levers, served, side)
+        vector = None
+        if needs_vector(levers):
+            vector = await self._side_vector(context, catalog, variant, side)
+        other_vector = None
+        if other is not None:
+            other_vector = await self._side_vector(context, catalog, other[0], side)
+        inputs = LeverInputs(
+            vector=vector,
+            terms=terms,
+            field=field,
+            other=None if other is None else other[1],
+            other_vector=other_vector,
+        )
+        started = time.perf_counter()
+        try:
+            found = await run_in_threadpool(
+                bundle_page,
+                served,
+                served.lexical,
+                page,
+                levers,
+                inputs,
+                self._faiss_threads,
+                params,
+            )
+        finally:
+            self._record_search(context, served, started, time.perf_counter() - started)
+        return Answer.of(variant, served, found)
+
+    @staticmethod
+    def _rerank_target(
+        catalog: Catalog, levers: Levers, served: ServedCollection, side: QuerySide
+    ) -> tuple[ServedVariant, ServedCollection] | None:
+        """The variant and its collection of the same items a re-rank by another variant
+        reads; None for no re-rank or one by the exact stored vectors."""
+        rerank = levers.rerank
+        if rerank is None or rerank.by == "exact" or rerank.variant is None:
+            return None
+        where = f"{levers.where}rerank.variant"
+        other = catalog.variant_named(rerank.variant)
+        if other is None:
+            raise NotFoundError(f"{where}: unknown variant {quoted(rerank.variant)}")
+        if isinstance(side, VectorSide):
+            raise LeverNotApplicableError(
+                f"{where}: a client's vector is in the first variant's space only; re-rank "
+                "by another variant takes a text, an image or an item"
+            )
+        tower = tower_of(side)
+        if tower is not None:
+            catalog.require_tower(other, tower, where)
+        try:
+            other_served = catalog.collection(other, served.name)
+        except DomainError as error:
+            raise LeverNotApplicableError(
+                f"{where}: variant {quoted(other.name)} serves no collection "
+                f"{quoted(served.name)} to re-rank by ({error})"
+            ) from error
+        return other, other_served
+
+    async def _side_vector(
+        self, context: RequestContext, catalog: Catalog, variant: ServedVariant, side: QuerySide
+    ) -> np.ndarray:
+        """The unit vector of ``side`` in ``variant``'s space (embedded, stored or given)."""
+        if isinstance(side, TextSide):
+            rows = await self.embed_texts(context, variant, [side.text])
+        elif isinstance(side, ImageSide):
+            rows = await self.embed_images(context, variant, [side.payload])
+        else:
+            return self._given_vector(catalog, variant, side)
+        vector: np.ndarray = rows[0]
+        return vector
 
     def _page_search(self, served: ServedCollection, page: PageRequest) -> PageSearch:
         """The search of ``page`` in ``served``, its filter and parameters checked (event loop:
@@ -234,9 +331,13 @@ class Searcher:
         planned: dict[int, _Plan] = {}
         vectors: dict[int, np.ndarray] = {}
         started = time.perf_counter()
-        live_positions = [p for p, q in enumerate(queries) if self.live_entry(q.collection)]
+        one_by_one = [
+            p
+            for p, q in enumerate(queries)
+            if self.live_entry(q.collection) is not None or not q.levers.plain
+        ]
         for position, query in enumerate(queries):
-            if position in live_positions:
+            if position in one_by_one:
                 continue
             try:
                 variant, served = self.target(
@@ -259,24 +360,32 @@ class Searcher:
         for position, page in pages.items():
             variant, find = planned[position]
             outcome[position] = Answer.of(variant, find.served, page)
-        for position in live_positions:
-            entry = self.live_entry(queries[position].collection)
-            try:
-                if entry is None:  # dropped meanwhile
-                    raise NotFoundError(
-                        f"unknown collection {quoted(queries[position].collection)}"
-                    )
-                outcome[position] = await self._search_live(
-                    context, catalog, entry, queries[position]
-                )
-            except (OverloadedError, ShuttingDownError):
-                raise
-            except DomainError as error:
-                outcome[position] = error
+        # Live searches and searches with levers run each on its own, together: their texts
+        # still share the encoder's micro-batches.
+        alone = await asyncio.gather(
+            *(self._search_alone(context, catalog, queries[p]) for p in one_by_one)
+        )
+        for position, answer in zip(one_by_one, alone, strict=True):
+            outcome[position] = answer
         answers = [answer for answer in outcome if answer is not None]
         if len(answers) != len(queries):
             raise RuntimeError("a bulk search was neither answered nor refused")
         return answers
+
+    async def _search_alone(
+        self, context: RequestContext, catalog: Catalog, query: SearchQuery
+    ) -> Answer | DomainError:
+        """One search of a bulk request on its own (:meth:`search`), its domain error in place
+        of its answer; refusals of the whole request are raised."""
+        try:
+            if query.levers.plain and self.live_entry(query.collection) is None:
+                # A live collection dropped since the request was planned.
+                raise NotFoundError(f"unknown collection {quoted(query.collection)}")
+            return await self.search(context, catalog, query)
+        except (OverloadedError, ShuttingDownError):
+            raise
+        except DomainError as error:
+            return error
 
     async def _encode_many(
         self,

@@ -33,6 +33,7 @@ from service.exceptions import (
     FilterNotApplicableError,
     ImageRefusedError,
     InvalidQueryError,
+    LeverNotApplicableError,
     NotFoundError,
     NotReadyError,
     OverloadedError,
@@ -63,6 +64,7 @@ class ErrorCode(StrEnum):
     FILTER_NOT_APPLICABLE = "filter_not_applicable"
     FIELD_MISMATCH = "field_mismatch"
     SEARCH_PARAM_NOT_APPLICABLE = "search_param_not_applicable"
+    LEVER_NOT_APPLICABLE = "lever_not_applicable"
     METHOD_NOT_ALLOWED = "method_not_allowed"
     REQUEST_TIMEOUT = "request_timeout"
     HEADERS_TOO_LARGE = "headers_too_large"
@@ -91,6 +93,7 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.FILTER_NOT_APPLICABLE: 409,
     ErrorCode.FIELD_MISMATCH: 409,
     ErrorCode.SEARCH_PARAM_NOT_APPLICABLE: 409,
+    ErrorCode.LEVER_NOT_APPLICABLE: 409,
     ErrorCode.METHOD_NOT_ALLOWED: 405,
     ErrorCode.REQUEST_TIMEOUT: 408,
     ErrorCode.HEADERS_TOO_LARGE: 431,
@@ -115,6 +118,7 @@ CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     FilterNotApplicableError: ErrorCode.FILTER_NOT_APPLICABLE,
     FieldMismatchError: ErrorCode.FIELD_MISMATCH,
     SearchParamNotApplicableError: ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
+    LeverNotApplicableError: ErrorCode.LEVER_NOT_APPLICABLE,
     OverloadedError: ErrorCode.OVERLOADED,
     ShuttingDownError: ErrorCode.NOT_READY,
     NotReadyError: ErrorCode.NOT_READY,

@@ -1,12 +1,12 @@
 """Request limits: the one place a validated request is held to the settings' limits.
 
 The models (:mod:`service.http.schemas`) check what does not depend on settings; what does —
-``max_k``, ``max_offset``, ``max_exclude``, ``max_nprobe``, ``max_ef_search``, the filter's size,
-text lengths, the number of searches, pairs, texts and images, a base64 image's length — is
-checked here, once per request, by :func:`check_limits`, before anything is decoded, encoded or
-searched: the JSON routes' handler (:class:`service.http.routes.json_route.JsonRoute`) calls it
-right after validating the body, the upload route after reading its form. Every refusal names
-where in the request it is (``searches.3.query.text``): 422 ``invalid_input``, or 413
+``max_k``, ``max_offset``, ``max_exclude``, ``max_window``, ``max_nprobe``, ``max_ef_search``, the
+filter's size, text lengths, the number of searches, pairs, texts and images, a base64 image's
+length — is checked here, once per request, by :func:`check_limits`, before anything is decoded,
+encoded or searched: the JSON routes' handler (:class:`service.http.routes.json_route.JsonRoute`)
+calls it right after validating the body, the upload route after reading its form. Every refusal
+names where in the request it is (``searches.3.query.text``): 422 ``invalid_input``, or 413
 ``payload_too_large`` for a base64 image longer than ``max_image_bytes`` allows. The one limit
 the catalog sets, a ``vector``'s length where every served variant has the same dimension (the
 served document states it), is :func:`check_vector_lengths`, which the search, bulk and score
@@ -105,6 +105,15 @@ def _check_options(options: SearchOptions, settings: Settings, prefix: str = "")
 def _check_search(request: SearchRequest, settings: Settings, prefix: str = "") -> None:
     _check_options(request, settings, prefix)
     _check_side(f"{prefix}query", request.query, settings)
+    if request.window is not None and request.window > settings.max_window:
+        raise _refuse(
+            f"{prefix}window: {request.window} is more than max_window={settings.max_window}"
+        )
+    keywords = None if request.lexical is None else request.lexical.text
+    if keywords is not None and (
+        error := text_too_long(f"{prefix}lexical.text", keywords, settings.max_text_chars)
+    ):
+        raise error
 
 
 def _check_bulk(request: BulkSearchRequest, settings: Settings) -> None:

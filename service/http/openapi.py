@@ -186,6 +186,11 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
     constrain("SearchRequest", "k", {"maximum": settings.max_k})
     constrain("SearchRequest", "exclude", {"maxItems": settings.max_exclude})
     constrain("SearchRequest", "offset", {"maximum": settings.max_offset})
+    constrain("LexicalOptions", "text", text)
+    window = components.get("SearchRequest", {}).get("properties", {}).get("window", {})
+    for member in window.get("anyOf", [window]):
+        if member.get("type") == "integer":
+            member["maximum"] = settings.max_window
     constrain("BulkSearchRequest", "searches", {"maxItems": settings.max_bulk_searches})
     constrain("ScoreRequest", "pairs", {"maxItems": settings.max_score_pairs})
     constrain("EmbedTexts", "texts", {"maxItems": settings.max_embed_inputs})

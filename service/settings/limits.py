@@ -30,6 +30,15 @@ class RequestLimitSettings(BaseModel):
             "search time."
         ),
     )
+    max_window: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Largest window a hybrid search or a re-rank may ask for (candidates per leg, or "
+            "of the first stage; each is searched, scored and sorted); more gives 422 "
+            "invalid_input before anything is encoded."
+        ),
+    )
     max_nprobe: int = Field(
         default=1024,
         ge=1,

@@ -373,7 +373,8 @@ class LiveCollection:
             base = None if version is None else load_base(self.folder, version, seq, self.spec.dim)
         except OSError as exc:
             raise BaseError(f"{self.folder}: cannot publish the base: {exc}") from exc
-        self._segment = MutableSegment(self.spec.dim, self.spec.fields, base=base)
+        # Without a base (every item was deleted) the empty segment still stands at ``seq``.
+        self._segment = MutableSegment(self.spec.dim, self.spec.fields, base=base, applied=seq)
         self._view, self._visible = None, seq
         self._log.replace_with([], after=seq)
         remove_unpublished(self.folder, version)

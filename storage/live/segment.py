@@ -68,6 +68,12 @@ class SegmentView:
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def segment(self) -> MutableSegment:
+        """The segment this view reads: rows keep their numbers until a compaction replaces
+        it with a new one."""
+        return self._owner
+
+    @property
     def base_rows(self) -> int:
         """Rows of the base (0 without one): rows ``0..base_rows - 1``."""
         return 0 if self.base is None else self.base.count
@@ -157,7 +163,8 @@ class SegmentView:
 
 
 class MutableSegment:
-    """The versions of a live collection's items (see the module docstring)."""
+    """The versions of a live collection's items (see the module docstring): on top of
+    ``base``, or empty at sequence ``applied`` (a compaction that found no item alive)."""
 
     def __init__(
         self,
@@ -165,6 +172,7 @@ class MutableSegment:
         fields: Mapping[str, FieldType],
         capacity: int = 1024,
         base: BaseSegment | None = None,
+        applied: int = 0,
     ) -> None:
         if dim < 1:
             raise ValueError(f"dim must be >= 1, got {dim}")
@@ -178,7 +186,7 @@ class MutableSegment:
         self._metadata: list[Mapping[str, Any]] = []
         self._texts: list[str | None] = []
         self._latest: dict[str, int] = {}
-        self._applied = 0
+        self._applied = applied
         if base is not None:
             self._ids.extend(base.items.ids)
             self._metadata.extend(base.items.metadata)

@@ -48,6 +48,7 @@ def test_text_search_ranks_the_matching_caption_first(client: TestClient) -> Non
         "variant",
         "bundle",
         "bundle_version",
+        "mode",
         "next_offset",
         "search_params",
         "timings_ms",

@@ -19,7 +19,9 @@ _DESCRIPTIONS = {
     "collection with a variant that does not embed it (variant_mismatch), a vector whose "
     "length is not the variant's dimension (dimension_mismatch), a filter naming a field the "
     "collection lacks or comparing it with a value of another type (filter_not_applicable), "
-    "search parameters the collection's index does not take (search_param_not_applicable).",
+    "search parameters the collection's index does not take (search_param_not_applicable), "
+    "keywords on a field without text or a re-rank by a variant that does not serve the "
+    "collection (lever_not_applicable).",
     413: "Body over its limit, or an image over max_image_bytes or max_image_pixels "
     "(payload_too_large).",
     415: "Body not declared with the route's content type, or an image format that is not "

@@ -67,6 +67,7 @@ def _page_result(answer: Answer, include_metadata: bool) -> dict[str, Any]:
         "bundle_version": answer.bundle_version,
         "next_offset": page.next_offset,
         "search_params": page.params.as_dict(),
+        "mode": page.mode,
     }
 
 

@@ -3,7 +3,7 @@ parameters, and the answer."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,8 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
 from service.engine.filter_grammar import Filter
+from service.engine.fusion import Fusion
+from service.engine.levers import Levers, Rerank
 from service.engine.query import (
     PageRequest,
     SearchQuery,
@@ -143,6 +145,68 @@ class SearchOptions(StrictRequest):
         )
 
 
+class LexicalOptions(StrictRequest):
+    """The keywords of a lexical or hybrid search and the field they are searched in."""
+
+    text: str | None = Field(
+        default=None,
+        min_length=1,
+        description="Keywords (lowercase word tokens, each distinct word once; BM25, k1 1.5, b "
+        "0.75). Omitted: the query's own text; an image, item or vector query must send them.",
+        examples=["dog frisbee"],
+    )
+    field: str | None = Field(
+        default=None,
+        min_length=1,
+        description="The string or list[string] field searched. Omitted: the collection's "
+        "'text' field, else its 'captions' (an image collection's captions), or a live "
+        "collection's item texts. Another field, or one without text: 409 "
+        "lever_not_applicable.",
+        examples=["captions"],
+    )
+
+
+class RrfFusion(StrictRequest):
+    """Reciprocal rank fusion: a row scores the sum over legs of 1 / (k + its rank)."""
+
+    method: Literal["rrf"]
+    k: JsonInteger = Field(
+        default=60, ge=1, description="Damps the top ranks (60: RRF's paper, most peers)."
+    )
+
+
+class WeightedFusion(StrictRequest):
+    """A weighted sum of each leg's scores mapped onto 0..1 by its window's min and max."""
+
+    method: Literal["weighted"]
+    alpha: float = Field(
+        default=0.5,
+        ge=0.0,
+        le=1.0,
+        description="Weight of the dense leg; 1 - alpha weighs the lexical leg.",
+    )
+
+
+FusionInput = Annotated[RrfFusion | WeightedFusion, Field(discriminator="method")]
+
+
+class ExactRerank(StrictRequest):
+    """Re-score the first stage's candidates with the collection's exact stored vectors."""
+
+    by: Literal["exact"]
+
+
+class VariantRerank(StrictRequest):
+    """Re-score the first stage's candidates with another served variant's stored vectors of
+    the same items (same ids), the query embedded by that variant."""
+
+    by: Literal["variant"]
+    variant: str = Field(min_length=1, description="The served variant that re-scores.")
+
+
+RerankInput = Annotated[ExactRerank | VariantRerank, Field(discriminator="by")]
+
+
 class SearchRequest(SearchOptions):
     """``POST /v1/search``: the ``k`` nearest items of ``collection`` to ``query``."""
 
@@ -162,6 +226,59 @@ class SearchRequest(SearchOptions):
     )
 
     query: QueryInput
+    mode: Literal["dense", "lexical", "hybrid"] = Field(
+        default="dense",
+        description="dense: the query's vector against the collection's index; lexical: BM25 "
+        "keywords (see lexical) over a text field; hybrid: both legs, each its best window "
+        "rows under the same filter and exclusions, fused (see fusion). Filters, exclusions, "
+        "pages and the tie rule (score descending, then row) hold in every mode.",
+    )
+    lexical: LexicalOptions | None = Field(
+        default=None, description="Keywords and field of a lexical or hybrid search."
+    )
+    fusion: FusionInput | None = Field(
+        default=None,
+        description="How a hybrid search fuses its legs. Omitted: RRF with k 60.",
+        examples=[{"method": "rrf", "k": 60}, {"method": "weighted", "alpha": 0.7}],
+    )
+    window: JsonInteger | None = Field(
+        default=None,
+        ge=1,
+        description="Candidates of each hybrid leg and of a re-rank's first stage: at least "
+        "offset + k and at most max_window (else 422). Omitted: max(100, offset + k). Pages "
+        "end at the window.",
+    )
+    rerank: RerankInput | None = Field(
+        default=None,
+        description="Re-score the first stage's best window rows and order them by the new "
+        "score: by the collection's exact stored vectors (after an approximate or int8 "
+        "index), or by another served variant's vectors of the same items (items it lacks "
+        "drop out). A variant that serves no collection of this name: 409 "
+        "lever_not_applicable.",
+        examples=[{"by": "exact"}, {"by": "variant", "variant": "minilm-l6-v2"}],
+    )
+
+    def levers(self, where: str = "") -> Levers:
+        """The request's quality levers as the engine takes them."""
+        fusion = Fusion()
+        if isinstance(self.fusion, RrfFusion):
+            fusion = Fusion(method="rrf", k=self.fusion.k)
+        elif isinstance(self.fusion, WeightedFusion):
+            fusion = Fusion(method="weighted", alpha=self.fusion.alpha)
+        rerank = None
+        if isinstance(self.rerank, ExactRerank):
+            rerank = Rerank(by="exact")
+        elif isinstance(self.rerank, VariantRerank):
+            rerank = Rerank(by="variant", variant=self.rerank.variant)
+        return Levers(
+            mode=self.mode,
+            keywords=None if self.lexical is None else self.lexical.text,
+            field=None if self.lexical is None else self.lexical.field,
+            fusion=fusion,
+            window=self.window,
+            rerank=rerank,
+            where=f"{where}." if where else "",
+        )
 
     def to_query(self, where: str = "") -> SearchQuery:
         """This search as the engine takes it; ``where`` locates it in a larger request
@@ -173,6 +290,7 @@ class SearchRequest(SearchOptions):
             side=self.query.side(f"{prefix}query"),
             page=self.page(f"{prefix}filter"),
             where=where,
+            levers=self.levers(where),
         )
 
 
@@ -255,6 +373,12 @@ class SearchResponse(BaseModel):
         default=None,
         description="The offset of the next page; null when this page reaches the last result.",
     )
+    mode: str = Field(
+        default="dense",
+        description="The mode the search ran in: dense, lexical or hybrid (scores are cosine "
+        "similarities, BM25 scores or fused scores; a re-rank's are the re-scoring vectors' "
+        "cosine similarities).",
+    )
     search_params: AppliedSearchParams = Field(
         default_factory=lambda: AppliedSearchParams(),
         description="The search parameters used (the collection's defaults unless the request "
@@ -278,6 +402,12 @@ class SearchPageResult(BaseModel):
         "write the search saw."
     )
     next_offset: int | None
+    mode: str = Field(
+        default="dense",
+        description="The mode the search ran in: dense, lexical or hybrid (scores are cosine "
+        "similarities, BM25 scores or fused scores; a re-rank's are the re-scoring vectors' "
+        "cosine similarities).",
+    )
     search_params: AppliedSearchParams = Field(
         default_factory=lambda: AppliedSearchParams(),
         description="The search parameters used; {} for a flat index.",

@@ -119,6 +119,28 @@ def test_random_operations_with_reopens_equal_the_model(tmp_path: Path, seed: in
     collection.close()
 
 
+def test_a_compaction_of_no_item_leaves_a_collection_that_reads_and_writes(
+    tmp_path: Path,
+) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    vectors = np.ones((1, DIM), dtype=np.float32)
+    collection.stage(Upsert(("a",), vectors, ({"cat": "a"},), (None,)))
+    collection.commit()
+    collection.stage(Delete(("a",)))
+    collection.commit()
+    done = collection.compact()
+    assert done.base_version is None
+    assert collection.view().count == 0
+    collection.stage(Upsert(("b",), vectors, ({"cat": "b"},), (None,)))
+    assert collection.commit() == 3
+    _assert_equal(collection, {"b": (vectors[0].tobytes(), {"cat": "b"})})
+    collection.close()
+    reopened = LiveCollection.open(folder)
+    _assert_equal(reopened, {"b": (vectors[0].tobytes(), {"cat": "b"})})
+    reopened.close()
+
+
 def test_staged_operations_are_unseen_until_committed(tmp_path: Path) -> None:
     collection = LiveCollection.open(create_collection(tmp_path, _spec()))
     vectors = np.ones((1, DIM), dtype=np.float32)
