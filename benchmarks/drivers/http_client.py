@@ -103,6 +103,8 @@ class SearchResponse:
         variant: the encoder variant that answered.
         bundle_version: the bundle version that answered.
         timings_ms: the service's own timings (``encode``, ``search``, ``total``), ms.
+        mode: the mode the search ran in (``dense``, ``lexical``, ``hybrid``); ``None`` from a
+            service that does not say.
     """
 
     ids: list[str]
@@ -110,6 +112,7 @@ class SearchResponse:
     variant: str | None
     bundle_version: str | None
     timings_ms: Mapping[str, float] = field(default_factory=dict)
+    mode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ def search_body(
     exclude: Sequence[str] | None = None,
     variant: str | None = None,
     include_metadata: bool = True,
+    fields: Mapping[str, Any] | None = None,
 ) -> JsonObject:
     """The body of one search (``POST /v1/search``, or one entry of a bulk search).
 
@@ -152,6 +156,8 @@ def search_body(
         variant: encoder variant; the service default when ``None``.
         include_metadata: ask for each hit's metadata; evaluation replays turn it off since
             they need ids and scores only (a k=1000 answer shrinks several-fold).
+        fields: more fields of the search, as the API names them (``mode``, ``lexical``,
+            ``fusion``, ``window``, ``rerank``, ``search_params``); none of the above.
     """
     body: JsonObject = {"query": query, "collection": collection, "k": k}
     if not include_metadata:
@@ -160,6 +166,11 @@ def search_body(
         body["exclude"] = list(exclude)
     if variant is not None:
         body["variant"] = variant
+    if fields:
+        clash = sorted(set(fields) & {*body, "exclude", "variant", "include_metadata"})
+        if clash:
+            raise ValueError(f"search fields {clash} are set by their own arguments")
+        body.update(fields)
     return body
 
 
@@ -171,6 +182,7 @@ def _search_response(answer: JsonObject) -> SearchResponse:
         variant=answer.get("variant"),
         bundle_version=answer.get("bundle_version"),
         timings_ms=answer.get("timings_ms") or {},
+        mode=answer.get("mode"),
     )
 
 
@@ -334,6 +346,7 @@ class CrisscrossClient:
         variant: str | None = None,
         retry: bool = True,
         include_metadata: bool = True,
+        fields: Mapping[str, Any] | None = None,
     ) -> SearchResponse:
         """``POST /v1/search`` of one :func:`search_body` (same arguments).
 
@@ -347,6 +360,7 @@ class CrisscrossClient:
             exclude=exclude,
             variant=variant,
             include_metadata=include_metadata,
+            fields=fields,
         )
         return _search_response(await self.request_json("POST", "/v1/search", body, retry=retry))
 

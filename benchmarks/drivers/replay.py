@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -166,6 +166,7 @@ async def replay_retrieval(
     collection: str | None = None,
     probe_k: int = 100,
     keep_top: int = 0,
+    fields: Mapping[str, Any] | None = None,
 ) -> RetrievalReplay:
     """Search every query of ``tasks`` and score it against each task's positives.
 
@@ -195,6 +196,8 @@ async def replay_retrieval(
         probe_k: results asked for first (clamped to ``k``).
         keep_top: keep each query's first ``keep_top`` result ids (≤ ``k``; the first request
             asks for at least that many).
+        fields: more fields of every search (``mode``, ``window``, ``rerank``, ...; see
+            :func:`~benchmarks.drivers.http_client.search_body`).
     """
     if probe_k < 1 or bulk_size < 1:
         raise ValueError("probe_k and bulk_size must be at least 1")
@@ -220,6 +223,7 @@ async def replay_retrieval(
             exclude=[query] if first.exclude_query else None,
             variant=variant,
             include_metadata=False,
+            fields=fields,
         )
 
     def cost(search: JsonObject) -> tuple[int, int, int]:

@@ -1,17 +1,21 @@
 """``compare.md``: the Markdown of a compare run's ``compare.json`` object.
 
 Run facts, the variants (precision, dimension, providers in use, bundle versions), a quality
-table, a cost table, the differences against the baseline, the Pareto sets and what was skipped.
-The keys it reads are :class:`benchmarks.runs.compare.run.CompareReport`'s.
+table, a cost table, the differences against the baseline, the Pareto sets and what was skipped,
+one row per variant. A run of lever settings (``lever_settings`` in the report) has one row per
+setting instead, a settings table (variant, levers, retrieval depth, modes answered) before the
+variants table (one row per variant the settings use). The keys it reads are
+:class:`benchmarks.runs.compare.run.CompareReport`'s.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from benchmarks.report.markdown import cell, markdown_table
+from benchmarks.runs.compare.levers import LeverSetting
 from evaluation.metrics.correlation import DEFAULT_SAMPLES, DEFAULT_SEED
 from evaluation.metrics.pareto import primary_quality, quality_metrics, variant_quality
 
@@ -53,32 +57,106 @@ def _versions_cell(entry: Mapping[str, Any]) -> str:
     return f"{entry.get('bundle')}@{entry.get('bundle_version')}"
 
 
+def _setting_of(entry: Mapping[str, Any]) -> LeverSetting | None:
+    """The lever setting of a row's entry (``None`` when it records none)."""
+    levers = entry.get("levers")
+    if not isinstance(levers, Mapping):
+        return None
+    try:
+        return LeverSetting(name=str(entry.get("name")), **levers)
+    except (TypeError, ValueError):
+        return None
+
+
+def _settings_lines(variants: Sequence[Mapping[str, Any]], k: object) -> list[str]:
+    """The settings table of a run of lever settings, and what the rows share or lack."""
+    rows = []
+    for entry in variants:
+        setting = _setting_of(entry)
+        depth = setting.quality_k(k) if setting is not None and isinstance(k, int) else k
+        answered = entry.get("modes_answered")
+        rows.append(
+            [
+                f"`{entry.get('name')}`",
+                f"`{entry.get('variant')}`",
+                setting.describe() if setting is not None else "–",
+                _cell(depth),
+                ", ".join(answered) if isinstance(answered, list) and answered else "–",
+            ]
+        )
+    lines = [
+        "## Settings",
+        "",
+        "Every search of a setting (each retrieval task's and the latency searches) carries its "
+        "variant and levers; a lever left out is the service's default. A hybrid or re-ranked "
+        "setting sends a window and its retrieval searches ask for at most that many results.",
+        "",
+    ]
+    lines += markdown_table(
+        ["setting", "variant", "levers", "results per query", "modes answered"], rows
+    )
+    for entry in variants:
+        setting = _setting_of(entry)
+        answered = entry.get("modes_answered")
+        asked = "dense" if setting is None else setting.mode or "dense"
+        if setting is not None and isinstance(answered, list) and answered and answered != [asked]:
+            lines += [
+                "",
+                f"**Warning:** `{setting.name}` asked for mode {asked}; the service answered in "
+                f"{', '.join(answered)}.",
+            ]
+    shared = [
+        f"`{entry.get('name')}` takes `{entry.get('pair_tasks_from')}`'s"
+        for entry in variants
+        if entry.get("pair_tasks_from")
+    ]
+    if shared:
+        lines += [
+            "",
+            "Correlation and BISON numbers come from `POST /v1/score`, which takes no search "
+            f"levers: {'; '.join(shared)} (same variant).",
+        ]
+    return [*lines, ""]
+
+
 def render_compare_markdown(report: Mapping[str, Any]) -> str:
-    """The Markdown of a ``compare.json`` object: run facts, variants, quality, cost, Pareto."""
+    """The Markdown of a ``compare.json`` object: run facts, variants (or lever settings),
+    quality, cost, Pareto."""
     variants: list[Mapping[str, Any]] = list(report.get("variants") or [])
     schedule: Mapping[str, Any] = report.get("latency_schedule") or {}
     settings: Mapping[str, Any] = report.get("settings") or {}
     environment: Mapping[str, Any] = report.get("environment") or {}
+    by_settings = bool(report.get("lever_settings"))
+    noun = "setting" if by_settings else "variant"
+    kind = "lever" if by_settings else "variant"
     lines = [
-        f"# Crisscross variant comparison — {report.get('dataset')} {report.get('split')}",
+        f"# Crisscross {kind} comparison — {report.get('dataset')} {report.get('split')}",
         "",
         f"- service: `{report.get('service_url')}`; created {report.get('created_at')}",
-        f"- one run, same queries for every variant: tasks {', '.join(settings.get('tasks', []))}"
+        f"- one run, same queries for every {noun}: tasks {', '.join(settings.get('tasks', []))}"
         + (
             f" (first {settings['limit_queries']} queries per retrieval task), "
             if settings.get("limit_queries")
             else " (all queries), "
         )
-        + f"latency k={settings.get('latency_k')} at concurrency "
+        + f"latency k={settings.get('latency_k')}"
+        + (f" on `{settings['latency_collection']}`" if settings.get("latency_collection") else "")
+        + " at concurrency "
         f"{', '.join(str(c) for c in settings.get('concurrency_levels', []))}",
         f"- latency schedule: {schedule.get('mode')} ({schedule.get('note')}); "
         f"{schedule.get('rounds')} round(s) of {schedule.get('chunk_requests')} measured "
         f"requests, {schedule.get('warmup_per_chunk')} warm-up per chunk",
         f"- client machine: {environment.get('cpu_count')} CPUs, {environment.get('platform')}",
         "",
-        "## Variants",
-        "",
     ]
+    facts = variants
+    if by_settings:
+        lines += _settings_lines(variants, settings.get("k"))
+        first_of: dict[str, Mapping[str, Any]] = {}
+        for entry in variants:
+            first_of.setdefault(str(entry.get("variant")), entry)
+        facts = [{**entry, "name": name} for name, entry in first_of.items()]
+    lines += ["## Variants", ""]
     lines += markdown_table(
         ["variant", "precision", "dim", "providers (in use)", "bundle versions"],
         [
@@ -89,7 +167,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
                 _providers_cell(entry),
                 _versions_cell(entry),
             ]
-            for entry in variants
+            for entry in facts
         ],
     )
     metrics = {
@@ -110,7 +188,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
             "",
         ]
         lines += markdown_table(
-            ["variant", *names],
+            [noun, *names],
             [
                 [f"`{variant}`", *(_quality_cell(measured[variant].get(name)) for name in names)]
                 for variant in metrics
@@ -120,7 +198,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
         dict.fromkeys(level for entry in variants for level in entry.get("latency") or {})
     )
     if levels:
-        header = ["variant"]
+        header = [noun]
         for level in levels:
             header += [f"{level} p50 ms", f"{level} p99 ms", f"{level} req/s", f"{level} errors"]
         rows = []
@@ -157,7 +235,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
                 for key in ("p50_ms", "qps"):
                     cells.append(_ratio(mine.get(key), theirs.get(key)))
             rows.append(cells)
-        header = ["variant", *(f"Δ {metric}" for metric in primary_quality(variants))]
+        header = [noun, *(f"Δ {metric}" for metric in primary_quality(variants))]
         for level in levels:
             header += [f"{level} p50 ratio", f"{level} req/s ratio"]
         lines += markdown_table(header, rows)
@@ -169,7 +247,7 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
             pair, _, level = key.rpartition(" @")
             rows_of.setdefault(pair, {})[level] = front
         pareto_levels = list(dict.fromkeys(level for row in rows_of.values() for level in row))
-        lines += ["", "## Pareto-optimal variants (none other is both better and cheaper)", ""]
+        lines += ["", f"## Pareto-optimal {noun}s (none other is both better and cheaper)", ""]
         lines += markdown_table(
             ["quality vs cost", *pareto_levels],
             [
@@ -187,6 +265,6 @@ def render_compare_markdown(report: Mapping[str, Any]) -> str:
     ]
     if skipped:
         lines += ["", "## Skipped", ""]
-        lines += markdown_table(["variant", "task", "reason"], [list(row) for row in skipped])
+        lines += markdown_table([noun, "task", "reason"], [list(row) for row in skipped])
     lines += ["", f"![quality vs cost]({PARETO_PLOT})", ""]
     return "\n".join(lines)

@@ -1,11 +1,12 @@
-"""``compare_pareto.png``: quality against cost, one point per variant and latency level.
+"""``compare_pareto.png``: quality against cost, one point per row (variant, or lever setting
+in a run of ``--setting``) and latency level.
 
 Each quality point carries its 95 % interval as an error bar (the report's
 ``variants[].quality.<metric>.ci95``, :func:`evaluation.metrics.pareto.variant_quality`), and a
 row's y-axis never zooms tighter than the intervals and :data:`MIN_SPAN` points allow, so a
 difference smaller than the noise does not look like a gap. Latency axes are logarithmic with a
 few plainly labelled ticks (:func:`log_ticks`); variants are told apart by colour and levels by
-marker in one legend, not by per-point text.
+marker in one legend, not by per-point text (``tab20`` colours past ten rows).
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from matplotlib import colormaps
 from matplotlib.axes import Axes
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
@@ -38,6 +41,8 @@ _COST_LABELS: Final = {
     "qps": "throughput (req/s)",
 }
 _FONT: Final = 10.0
+_CYCLE: Final = 10
+"""Rows told apart by the default colour cycle (``C0``..``C9``); more take ``tab20``."""
 
 Interval = tuple[float, float]
 
@@ -117,11 +122,20 @@ def _cost_axis(axes: Axes, cost: str, values: Sequence[float]) -> None:
     axes.xaxis.set_major_formatter(FuncFormatter(_plain))
 
 
+def row_colours(names: Sequence[str]) -> dict[str, str]:
+    """A colour per row name: the default cycle ``C0``..``C9`` for up to ten rows, else
+    ``tab20`` (twenty distinct colours, then repeating)."""
+    if len(names) <= _CYCLE:
+        return {name: f"C{index}" for index, name in enumerate(names)}
+    palette = colormaps["tab20"]
+    return {name: to_hex(palette(index % 20)) for index, name in enumerate(names)}
+
+
 def build_pareto_figure(report: Mapping[str, Any], title: str) -> Figure:
     """Quality (y) against cost (x): one row per headline quality metric, columns p50 latency,
-    p99 latency (ms, log scale) and throughput (requests/s); one point per variant and level
-    with its 95 % interval as an error bar, colour by variant, marker by level; each level's
-    Pareto front (by the point values) is joined by a dashed line."""
+    p99 latency (ms, log scale) and throughput (requests/s); one point per report row (variant,
+    or lever setting) and level with its 95 % interval as an error bar, colour by row, marker by
+    level; each level's Pareto front (by the point values) is joined by a dashed line."""
     variants: list[Mapping[str, Any]] = list(report.get("variants") or [])
     settings: Mapping[str, Any] = report.get("settings") or {}
     samples = int(settings.get("bootstrap_samples") or DEFAULT_SAMPLES)
@@ -130,7 +144,8 @@ def build_pareto_figure(report: Mapping[str, Any], title: str) -> Figure:
     levels = list(
         dict.fromkeys(level for entry in variants for level in entry.get("latency") or {})
     )
-    colours = {str(entry.get("name")): f"C{index}" for index, entry in enumerate(variants)}
+    colours = row_colours([str(entry.get("name")) for entry in variants])
+    noun = "setting" if report.get("lever_settings") else "variant"
     measured = {str(entry.get("name")): variant_quality(entry, samples, seed) for entry in variants}
     figure = Figure(figsize=(12.0, 3.3 * len(qualities) + 1.6), layout="constrained")
     grid = figure.subplots(
@@ -214,7 +229,7 @@ def build_pareto_figure(report: Mapping[str, Any], title: str) -> Figure:
             ncol=min(len(handles), 6),
             fontsize=_FONT,
             title=(
-                "colour: variant, marker: latency level, dashed: Pareto front\n"
+                f"colour: {noun}, marker: latency level, dashed: Pareto front\n"
                 f"error bars: 95 % confidence interval (bootstrap over queries, {samples} "
                 f"samples; ρ: mean ± 1.96 sd); y-axes span at least {MIN_SPAN:g} points"
             ),

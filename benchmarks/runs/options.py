@@ -61,6 +61,8 @@ class Option:
         choices: the allowed values, or ``None``.
         required: whether the option must be given.
         switch: a flag without a value (``store_true``).
+        repeat: the option may be given several times; its values are collected in a list
+            (``append``; ``None`` when not given: ``convert`` makes the field's value).
         negate: the field is the switch's negation (``--no-progress`` → ``show_progress``).
         cli_default: the command-line default when it differs from the field's, else
             :data:`UNSET`.
@@ -75,6 +77,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     required: bool = False
     switch: bool = False
+    repeat: bool = False
     negate: bool = False
     cli_default: object = UNSET
     cli_default_factory: Callable[[], object] | None = None
@@ -96,6 +99,7 @@ def option(
     choices: tuple[str, ...] | None = None,
     required: bool = False,
     switch: bool = False,
+    repeat: bool = False,
     negate: bool = False,
     cli_default: object = UNSET,
     cli_default_factory: Callable[[], object] | None = None,
@@ -110,6 +114,7 @@ def option(
             choices=choices,
             required=required,
             switch=switch,
+            repeat=repeat,
             negate=negate,
             cli_default=cli_default,
             cli_default_factory=cli_default_factory,
@@ -149,6 +154,10 @@ def add_options(parser: argparse.ArgumentParser, config_type: type[ConfigT]) -> 
         settings: dict[str, Any] = {}
         if declared.switch:
             settings["action"] = "store_true"
+        elif declared.repeat:
+            settings["action"] = "append"
+            if declared.parse is not None:
+                settings["type"] = declared.parse
         else:
             if declared.parse is not None:
                 settings["type"] = declared.parse

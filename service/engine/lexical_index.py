@@ -127,8 +127,8 @@ class LexicalIndex:
         lengths = self._lengths_of(size)
         average = float(lengths[alive].sum()) / documents
         norm = K1 * (1.0 - B + B * lengths / average) if average > 0 else np.full(size, K1)
-        found_rows: list[npt.NDArray[np.int64]] = []
-        found_scores: list[npt.NDArray[np.float64]] = []
+        scores = np.zeros(size, dtype=np.float64)
+        matched = np.zeros(size, dtype=np.bool_)
         for term in terms:
             postings = self._postings.get(term)
             if postings is None:
@@ -142,14 +142,12 @@ class LexicalIndex:
                 continue
             frequency = len(rows)
             idf = np.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
-            found_rows.append(rows)
-            found_scores.append(idf * counts / (counts + norm[rows]))
-        if not found_rows:
-            return empty
-        all_rows = np.concatenate(found_rows)
-        unique, slot = np.unique(all_rows, return_inverse=True)
-        scores = np.bincount(slot, weights=np.concatenate(found_scores), minlength=len(unique))
-        return LexicalHits(unique.astype(np.int64), scores.astype(np.float64))
+            # A term's rows are distinct, so one fancy-indexed add per term is exact; the terms
+            # add in query order whatever the rows.
+            scores[rows] += idf * counts / (counts + norm[rows])
+            matched[rows] = True
+        found = np.flatnonzero(matched).astype(np.int64)
+        return LexicalHits(found, scores[found])
 
 
 def best(

@@ -17,7 +17,6 @@ log and ``timings_ms``) and to the stage histograms. Errors are domain errors
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
@@ -104,6 +103,9 @@ class Answer:
         """The answer of a bundle collection's search."""
         return cls(served.name, variant.name, served.bundle, served.bundle_version, page)
 
+
+_Embedded = dict[tuple[str, str], np.ndarray]
+"""Text vectors a bulk request embedded ahead, by (variant name, text)."""
 
 _Plan = tuple[ServedVariant, PageSearch]
 """A bulk search ready to run: its variant, and its page's search (target, filter and search
@@ -218,7 +220,11 @@ class Searcher:
         return Answer.of(variant, served, cast("SearchPage", result.follow_up))
 
     async def _search_with_levers(
-        self, context: RequestContext, catalog: Catalog, query: SearchQuery
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        query: SearchQuery,
+        embedded: _Embedded | None = None,
     ) -> Answer:
         """:meth:`search` with quality levers (:mod:`service.engine.levers`): the target, filter,
         search parameters, keywords, window and re-rank are checked, then the vectors the
@@ -238,10 +244,10 @@ class Searcher:
         other = self._rerank_target(catalog, levers, served, side)
         vector = None
         if needs_vector(levers):
-            vector = await self._side_vector(context, catalog, variant, side)
+            vector = await self._side_vector(context, catalog, variant, side, embedded)
         other_vector = None
         if other is not None:
-            other_vector = await self._side_vector(context, catalog, other[0], side)
+            other_vector = await self._side_vector(context, catalog, other[0], side, embedded)
         inputs = LeverInputs(
             vector=vector,
             terms=terms,
@@ -296,9 +302,19 @@ class Searcher:
         return other, other_served
 
     async def _side_vector(
-        self, context: RequestContext, catalog: Catalog, variant: ServedVariant, side: QuerySide
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        variant: ServedVariant,
+        side: QuerySide,
+        embedded: _Embedded | None = None,
     ) -> np.ndarray:
-        """The unit vector of ``side`` in ``variant``'s space (embedded, stored or given)."""
+        """The unit vector of ``side`` in ``variant``'s space (embedded — or found in
+        ``embedded`` — stored, or given)."""
+        if isinstance(side, TextSide) and embedded is not None:
+            found = embedded.get((variant.name, side.text))
+            if found is not None:
+                return found
         if isinstance(side, TextSide):
             rows = await self.embed_texts(context, variant, [side.text])
         elif isinstance(side, ImageSide):
@@ -360,32 +376,74 @@ class Searcher:
         for position, page in pages.items():
             variant, find = planned[position]
             outcome[position] = Answer.of(variant, find.served, page)
-        # Live searches and searches with levers run each on its own, together: their texts
-        # still share the encoder's micro-batches.
-        alone = await asyncio.gather(
-            *(self._search_alone(context, catalog, queries[p]) for p in one_by_one)
-        )
-        for position, answer in zip(one_by_one, alone, strict=True):
-            outcome[position] = answer
+        # Live searches and searches with levers run one after the other; the texts of those
+        # with levers are embedded first, one encoder job per variant (as the others' are).
+        embedded = await self._embed_lever_texts(context, catalog, [queries[p] for p in one_by_one])
+        for position in one_by_one:
+            outcome[position] = await self._search_alone(
+                context, catalog, queries[position], embedded
+            )
         answers = [answer for answer in outcome if answer is not None]
         if len(answers) != len(queries):
             raise RuntimeError("a bulk search was neither answered nor refused")
         return answers
 
     async def _search_alone(
-        self, context: RequestContext, catalog: Catalog, query: SearchQuery
+        self,
+        context: RequestContext,
+        catalog: Catalog,
+        query: SearchQuery,
+        embedded: _Embedded,
     ) -> Answer | DomainError:
-        """One search of a bulk request on its own (:meth:`search`), its domain error in place
-        of its answer; refusals of the whole request are raised."""
+        """One search of a bulk request on its own (:meth:`search`; a bundle search with levers
+        takes its text's vectors from ``embedded``), its domain error in place of its answer;
+        refusals of the whole request are raised."""
         try:
-            if query.levers.plain and self.live_entry(query.collection) is None:
+            live = self.live_entry(query.collection)
+            if query.levers.plain and live is None:
                 # A live collection dropped since the request was planned.
                 raise NotFoundError(f"unknown collection {quoted(query.collection)}")
+            if live is None:
+                return await self._search_with_levers(context, catalog, query, embedded)
             return await self.search(context, catalog, query)
         except (OverloadedError, ShuttingDownError):
             raise
         except DomainError as error:
             return error
+
+    async def _embed_lever_texts(
+        self, context: RequestContext, catalog: Catalog, queries: Sequence[SearchQuery]
+    ) -> _Embedded:
+        """The vectors of the text sides of bundle searches with levers, in their collection's
+        variant and their re-rank's: one encoder job per variant, distinct texts once. A search
+        whose target does not resolve, or a batch a text of which has no finite embedding, is
+        left out: its own search then raises its error or embeds its text alone."""
+        texts_of: dict[str, tuple[ServedVariant, list[str]]] = {}
+        for query in queries:
+            side, levers = query.side, query.levers
+            if levers.plain or not isinstance(side, TextSide) or self.live_entry(query.collection):
+                continue
+            try:
+                variant, served = self.target(
+                    catalog, query.variant, query.collection, side, query.side_where
+                )
+                other = self._rerank_target(catalog, levers, served, side)
+            except DomainError:
+                continue
+            wanted = [variant] if needs_vector(levers) else []
+            wanted += [] if other is None else [other[0]]
+            for each in wanted:
+                texts_of.setdefault(each.name, (each, []))[1].append(side.text)
+        embedded: _Embedded = {}
+        for variant, texts in texts_of.values():
+            distinct = list(dict.fromkeys(texts))
+            try:
+                rows = await self.embed_texts(context, variant, distinct)
+            except InvalidQueryError:
+                continue
+            for text, row in zip(distinct, rows, strict=True):
+                embedded[(variant.name, text)] = row
+        return embedded
 
     async def _encode_many(
         self,

@@ -297,3 +297,26 @@ def test_a_live_collection_searches_its_texts_by_keyword_as_written(live: TestCl
         rerank={"by": "variant", "variant": "fake-bow"},
     )
     assert "by: exact" in message
+
+
+def test_a_bulk_of_hybrid_searches_embeds_its_texts_together(
+    client: TestClient, encoder: FakeTextEncoder
+) -> None:
+    # More searches than the encoder's queue holds requests: one job, not one per search.
+    searches = [
+        {
+            "query": {"text": f"{CAPTIONS[n % 12]} {n}"},
+            "collection": "captions",
+            "k": 3,
+            "mode": "hybrid",
+            "rerank": {"by": "exact"},
+        }
+        for n in range(100)
+    ]
+    response = client.post("/v1/search/bulk", json={"searches": searches})
+    assert response.status_code == 200, response.text
+    assert [answer["status"] for answer in response.json()["responses"]] == [200] * 100
+    assert sum(len(call) for call in encoder.calls) == 100
+    assert len(encoder.calls) < 10
+    single = search(client, **searches[7])
+    assert ids(response.json()["responses"][7]["result"]) == ids(single)

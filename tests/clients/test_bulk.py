@@ -104,6 +104,35 @@ def test_search_many_takes_whole_requests_and_an_empty_list() -> None:
     assert service.sizes == [4]
 
 
+def test_search_many_sends_the_levers_with_every_query_input() -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def service(request: httpx.Request) -> httpx.Response:
+        bodies.extend(json.loads(request.content)["searches"])
+        return BulkService()(request)
+
+    whole = m.SearchRequest(collection="captions", query=m.TextQuery(text="as is"))
+    levers: dict[str, Any] = {
+        "mode": "hybrid",
+        "fusion": {"method": "rrf", "k": 10},
+        "window": 50,
+        "rerank": {"by": "exact"},
+        "search_params": {"nprobe": 8},
+    }
+    with _client(service) as client:
+        assert len(client.search_many(["a", "b", whole], "captions", k=3, **levers)) == 3
+
+    async def run_async() -> None:
+        async with cc.AsyncClient("http://svc", transport=httpx.MockTransport(service)) as c:
+            await c.search_many(["c"], "captions", mode="lexical", lexical={"field": "text"})
+
+    asyncio.run(run_async())
+    for body in bodies[:2]:
+        assert {key: body[key] for key in levers} == levers
+    assert set(bodies[2]) == {"collection", "query"}  # a whole request is sent as it is
+    assert (bodies[3]["mode"], bodies[3]["lexical"]) == ("lexical", {"field": "text"})
+
+
 def test_a_short_bulk_answer_is_a_bad_response() -> None:
     def handler(_request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json={"responses": [], "timings_ms": TIMINGS})

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import ValidationError
 
 import crisscross_client as cc
 from crisscross_client import models as m
@@ -139,6 +140,91 @@ def test_filter_models_serialise_under_the_wire_names() -> None:
     assert recorder.body()["filter"] == {
         "and": [{"field": "kind", "in": ["a", "b"]}, {"not": {"field": "n", "range": {"gte": 1}}}]
     }
+
+
+def test_search_sends_the_levers_and_reads_the_mode() -> None:
+    answer = {**SEARCH_ANSWER, "mode": "hybrid"}
+    recorder = Recorder({("POST", "/v1/search"): answer})
+    with _sync(recorder) as client:
+        found = client.search(
+            "scenes:images",
+            text="a red heart",
+            k=5,
+            mode="hybrid",
+            lexical={"field": "captions"},
+            fusion={"method": "weighted", "alpha": 0.7},
+            window=200,
+            rerank={"by": "variant", "variant": "scenes-dual-encoder"},
+        )
+        assert found.mode == "hybrid"
+        client.search(
+            "captions",
+            text="a dog",
+            mode="hybrid",
+            lexical=m.LexicalOptions(text="dog frisbee"),
+            fusion=m.RrfFusion(method="rrf", k=60),
+            rerank=m.ExactRerank(by="exact"),
+        )
+        client.search("captions", text="a dog")
+    assert recorder.body(0) == {
+        "collection": "scenes:images",
+        "query": {"text": "a red heart"},
+        "k": 5,
+        "mode": "hybrid",
+        "lexical": {"field": "captions"},
+        "fusion": {"method": "weighted", "alpha": 0.7},
+        "window": 200,
+        "rerank": {"by": "variant", "variant": "scenes-dual-encoder"},
+    }
+    second = recorder.body(1)
+    assert (second["lexical"], second["fusion"], second["rerank"]) == (
+        {"text": "dog frisbee"},
+        {"method": "rrf", "k": 60},
+        {"by": "exact"},
+    )
+    # Unset levers are left out: the service's defaults (dense), as before they existed.
+    assert set(recorder.body(2)) == {"collection", "query", "k"}
+    assert m.SearchResponse.model_validate(SEARCH_ANSWER).mode is None  # an older service's
+
+
+@pytest.mark.parametrize(
+    "levers",
+    [
+        {"mode": "bm25"},
+        {"fusion": {"method": "borda"}},
+        {"fusion": {"method": "weighted", "alpha": 1.5}},
+        {"fusion": {"method": "rrf", "k": 0}},
+        {"fusion": {"k": 60}},
+        {"window": 0},
+        {"rerank": {"by": "variant"}},
+        {"rerank": {"by": "exact", "variant": "x"}},
+        {"lexical": {"keywords": "dog"}},
+    ],
+)
+def test_levers_the_api_does_not_take_fail_before_sending(levers: dict[str, Any]) -> None:
+    recorder = Recorder({})
+    with _sync(recorder) as client, pytest.raises(ValidationError):
+        client.search("captions", text="a dog", **levers)
+    assert recorder.requests == []
+
+
+def test_lever_models_read_their_wire_shapes() -> None:
+    request = m.SearchRequest.model_validate(
+        {
+            "collection": "captions",
+            "query": {"text": "a dog"},
+            "mode": "lexical",
+            "fusion": {"method": "rrf"},
+            "rerank": {"by": "variant", "variant": "v"},
+        }
+    )
+    assert isinstance(request.fusion, m.RrfFusion)
+    assert isinstance(request.rerank, m.VariantRerank)
+    assert request.body()["fusion"] == {"method": "rrf"}  # k left to the service (60)
+    page = m.SearchPageResult.model_validate(
+        {**SEARCH_ANSWER, "mode": "lexical", "timings_ms": None}
+    )
+    assert page.mode == "lexical"
 
 
 @pytest.mark.parametrize(
@@ -424,6 +510,9 @@ def test_async_client_round_trip() -> None:
         ) as client:
             answer = await client.search(collection="captions", text="a dog", k=2)
             assert answer.results[0].id == "c2"
+            await client.search("captions", text="a dog", mode="lexical", rerank={"by": "exact"})
+            assert recorder.body()["mode"] == "lexical"
+            assert recorder.body()["rerank"] == {"by": "exact"}
             written = await client.upsert("notes", [{"id": "a", "text": "hello"}])
             assert written.upserted == 1
             assert client.base_url == "http://svc"

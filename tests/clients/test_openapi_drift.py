@@ -229,8 +229,12 @@ def _schemas(document: dict[str, Any]) -> dict[str, Any]:
             "SearchRequest: has a field 'exclude'",
         ),
         (
-            lambda d: _schemas(d)["SearchRequest"]["properties"].update(rerank={"type": "boolean"}),
-            "SearchRequest: lacks the field 'rerank'",
+            # a field the service adds that the client does not know (rerank was one, now
+            # known: the client has it)
+            lambda d: _schemas(d)["SearchRequest"]["properties"].update(
+                explain={"type": "boolean"}
+            ),
+            "SearchRequest: lacks the field 'explain'",
         ),
         (
             lambda d: _schemas(d)["UpsertResponse"]["required"].remove("upserted"),
@@ -247,6 +251,14 @@ def _schemas(document: dict[str, Any]) -> dict[str, Any]:
         (
             lambda d: _schemas(d)["FieldTest"]["properties"].pop("in"),
             "FieldTest: has a field 'in'",
+        ),
+        (
+            lambda d: _schemas(d)["WeightedFusion"]["properties"].update(beta={"type": "number"}),
+            "WeightedFusion: lacks the field 'beta'",
+        ),
+        (
+            lambda d: _schemas(d)["VariantRerank"]["required"].remove("variant"),
+            "VariantRerank.variant: VariantRerank has it optional",
         ),
         (
             lambda d: _schemas(d)["SearchResult"]["properties"].update(text={"type": "string"}),
@@ -282,6 +294,8 @@ def _schemas(document: dict[str, Any]) -> dict[str, Any]:
         "now-required",
         "error-shape",
         "nested-filter",
+        "nested-fusion",
+        "nested-rerank",
         "answer-field-added",
         "route-moved",
         "method-changed",

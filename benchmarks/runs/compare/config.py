@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from benchmarks.runs.compare.levers import SETTING_HELP, LeverSetting, setting_argument
 from benchmarks.runs.option_types import (
     at_least_zero,
     int_list,
@@ -28,18 +29,30 @@ from evaluation.data.task_plan import QUALITY_TASKS
 from evaluation.metrics.correlation import DEFAULT_SAMPLES
 
 DEFAULT_COMPARE_TASKS: Final = ("t2t", "t2t_cocaptions", "sts")
+LATENCY_TARGETS: Final = ("captions", "images")
 COMPARE_HTML_QUERIES: Final = 500
 """Default bound on ``compare.html``'s per-query sample (per variant, all streams)."""
+
+
+def _settings_tuple(given: list[LeverSetting] | None) -> tuple[LeverSetting, ...]:
+    """``--setting``'s values (a list, or ``None`` when not given) as the field's tuple."""
+    return tuple(given or ())
 
 
 @dataclass(frozen=True, kw_only=True)
 class CompareConfig:
     """Settings of one comparison run (fields on the command line in ``--help`` order).
 
+    The run's rows (:meth:`rows`) are its lever settings, or one setting per variant.
+
     Attributes:
         url: the service root URL.
-        variants: the variant names to compare (≥ 1, distinct); the first is the baseline of
-            the report's "vs baseline" columns.
+        variants: the variant names to compare (distinct); the first is the baseline of the
+            report's "vs baseline" columns. Each is the setting that names only that variant.
+        lever_settings: the rows instead of ``variants`` (distinct names; the first is the
+            baseline): :class:`~benchmarks.runs.compare.levers.LeverSetting`, each search of
+            the run (quality and latency, every task) carrying its variant and levers. Give
+            exactly one of ``variants`` and ``lever_settings``.
         data_dir: the data folder (``coco-karpathy-captions/``, ``cxc/``, ...).
         split: the split name in the file names.
         dataset: ``coco-karpathy`` or ``scenes``.
@@ -63,6 +76,9 @@ class CompareConfig:
             same query ids; 0: no sample.
         collection: the caption collection's name (each variant serves its own).
         images_collection: the image collection's name.
+        latency_target: ``captions`` or ``images``: which of the two the latency searches
+            (caption texts) go to — ``images`` measures text→image searches, e.g. a setting
+            whose keywords are on an image field.
         probe_k: results asked for first per retrieval query (see :class:`QualityRunConfig`).
         replay_concurrency: requests in flight during the quality replays.
         bulk_size: searches per bulk search request.
@@ -71,12 +87,22 @@ class CompareConfig:
 
     url: str = field(metadata=url_option())
     variants: tuple[str, ...] = field(
+        default=(),
         metadata=option(
             "--variants",
             parse=variant_list,
-            required=True,
-            help="comma-separated variant names; the first is the baseline",
-        )
+            help="comma-separated variant names; the first is the baseline (or --setting)",
+        ),
+    )
+    lever_settings: tuple[LeverSetting, ...] = field(
+        default=(),
+        metadata=option(
+            "--setting",
+            parse=setting_argument,
+            repeat=True,
+            convert=_settings_tuple,
+            help=SETTING_HELP,
+        ),
     )
     data_dir: Path = field(metadata=data_option())
     split: str = field(
@@ -155,18 +181,45 @@ class CompareConfig:
             help=f"queries in compare.html's per-query sample, 0: none ({COMPARE_HTML_QUERIES})",
         ),
     )
-    collection: str = "captions"
-    images_collection: str = "images"
+    collection: str = field(
+        default="captions",
+        metadata=option("--collection", help="caption collection name (captions)"),
+    )
+    images_collection: str = field(
+        default="images",
+        metadata=option("--images-collection", help="image collection name (images)"),
+    )
+    latency_target: str = field(
+        default="captions",
+        metadata=option(
+            "--latency-collection",
+            choices=LATENCY_TARGETS,
+            help="the collection the latency searches (caption texts) go to: the caption or the "
+            "image collection (captions)",
+        ),
+    )
     probe_k: int = 100
     replay_concurrency: int = 8
-    bulk_size: int = BULK_SIZE
+    bulk_size: int = field(
+        default=BULK_SIZE,
+        metadata=option(
+            "--bulk-size",
+            parse=positive_int,
+            help=f"searches per /v1/search/bulk request (≤ service max_bulk_searches; {BULK_SIZE})",
+        ),
+    )
     score_batch: int = 1024
 
     def __post_init__(self) -> None:
-        if not self.variants:
-            raise ValueError("name at least one variant to compare")
+        if self.variants and self.lever_settings:
+            raise ValueError("give --variants or --setting, not both")
+        if not self.variants and not self.lever_settings:
+            raise ValueError("name at least one variant (--variants) or setting (--setting)")
         if len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants repeat: {list(self.variants)}")
+        names = [setting.name for setting in self.lever_settings]
+        if len(set(names)) != len(names):
+            raise ValueError(f"setting names repeat: {names}")
         unknown = sorted(set(self.tasks) - set(QUALITY_TASKS))
         if unknown:
             raise ValueError(f"unknown quality task(s) {unknown}; choose from {QUALITY_TASKS}")
@@ -178,14 +231,41 @@ class CompareConfig:
             raise ValueError("warmup_requests must be ≥ 0")
         if self.html_queries < 0:
             raise ValueError("html_queries must be ≥ 0")
-        # The rest is checked by the QualityRunConfig each variant gets.
-        self.quality_config(self.variants[0])
+        if self.latency_target not in LATENCY_TARGETS:
+            raise ValueError(f"latency_target must be one of {list(LATENCY_TARGETS)}")
+        for row in self.rows():
+            window = row.sent_window()
+            if window is not None and window < self.latency_k:
+                raise ValueError(
+                    f"setting {row.name!r}: window {window} is less than --latency-k "
+                    f"{self.latency_k} (a search asks for at most its window)"
+                )
+            # The rest is checked by the QualityRunConfig each row gets.
+            self.quality_config(row)
+
+    @property
+    def by_settings(self) -> bool:
+        """Whether the rows are lever settings (``--setting``) rather than variants."""
+        return bool(self.lever_settings)
+
+    def rows(self) -> tuple[LeverSetting, ...]:
+        """The rows of the comparison, in order (the first is the baseline): the lever
+        settings, else one setting per variant naming only it."""
+        if self.lever_settings:
+            return self.lever_settings
+        return tuple(LeverSetting.of_variant(variant) for variant in self.variants)
 
     def quality_config(
-        self, variant: str, query_ids: Mapping[str, tuple[str, ...]] | None = None
+        self,
+        row: LeverSetting | str,
+        query_ids: Mapping[str, tuple[str, ...]] | None = None,
+        tasks: tuple[str, ...] | None = None,
     ) -> QualityRunConfig:
-        """The quality run of one variant: this run's tasks and settings, no latency phase; its
-        per-query sample records ``query_ids`` (stream → ids) when given, else samples."""
+        """The quality run of one row (a setting, or a variant's name): this run's tasks (or
+        ``tasks``) and settings, no latency phase, every search carrying the row's variant and
+        levers and asking for at most its window; its per-query sample records ``query_ids``
+        (stream → ids) when given, else samples."""
+        setting = LeverSetting.of_variant(row) if isinstance(row, str) else row
         return QualityRunConfig(
             url=self.url,
             data_dir=self.data_dir,
@@ -193,8 +273,8 @@ class CompareConfig:
             dataset=self.dataset,
             collection=self.collection,
             images_collection=self.images_collection,
-            tasks=self.tasks,
-            k=self.k,
+            tasks=self.tasks if tasks is None else tasks,
+            k=setting.quality_k(self.k),
             probe_k=self.probe_k,
             limit_queries=self.limit_queries,
             replay_concurrency=self.replay_concurrency,
@@ -202,13 +282,19 @@ class CompareConfig:
             score_batch=self.score_batch,
             bootstrap_samples=self.bootstrap_samples,
             seed=self.seed,
-            variant=variant,
+            variant=setting.variant,
             ready_timeout_s=self.ready_timeout_s,
             request_timeout_s=self.request_timeout_s,
             show_progress=self.show_progress,
             html_queries=self.html_queries,
             html_query_ids=query_ids,
+            search_fields=setting.search_fields() or None,
         )
+
+    @property
+    def latency_collection(self) -> str:
+        """The service's name of the collection the latency searches go to."""
+        return self.collection if self.latency_target == "captions" else self.images_collection
 
     def chunk_sizes(self) -> list[int]:
         """Measured requests of each round's chunk (they add up to ``latency_requests``)."""
@@ -217,8 +303,8 @@ class CompareConfig:
 
     def settings(self) -> dict[str, object]:
         """``compare.json``'s ``settings``: every setting but the URL, variants, folders and
-        progress bars."""
-        return {
+        progress bars (``latency_collection`` only when it is not the caption collection)."""
+        settings: dict[str, object] = {
             "split": self.split,
             "dataset": self.dataset,
             "collection": self.collection,
@@ -241,3 +327,6 @@ class CompareConfig:
             "request_timeout_s": self.request_timeout_s,
             "html_queries": self.html_queries,
         }
+        if self.latency_target != "captions":
+            settings["latency_collection"] = self.latency_collection
+        return settings

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from benchmarks.runs.option_types import at_least_zero, int_list, positive_int, task_list
 from benchmarks.runs.options import (
@@ -94,6 +94,10 @@ class QualityRunConfig:
         html_query_ids: stream (``t2t``, ``i2t``, ...) → the query ids the per-query sample
             records instead of sampling (the compare run gives every variant the first one's);
             ``None``: the seeded sample. Not on the command line.
+        search_fields: fields every search of the run carries besides its query, collection,
+            k, exclusions and variant (``mode``, ``fusion``, ``window``, ``rerank``,
+            ``search_params``, ...: the compare run's lever settings); ``None``: none. Not on
+            the command line.
     """
 
     url: str = field(metadata=url_option())
@@ -270,6 +274,7 @@ class QualityRunConfig:
     recall_eq1: bool = field(default=False, metadata=option(None, cli_default=True))
     html_queries: int = field(default=0, metadata=option(None, cli_default=HTML_QUERIES))
     html_query_ids: Mapping[str, tuple[str, ...]] | None = field(default=None, hash=False)
+    search_fields: Mapping[str, Any] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.tasks) - set(ALL_TASKS))

@@ -32,6 +32,7 @@ async def latency_phase(context: QualityContext) -> None:
             k,
             variant=config.variant,
             retry=False,
+            fields=config.search_fields,
         )
 
     for level in config.concurrency_levels:

@@ -79,6 +79,7 @@ async def retrieval_phase(context: QualityContext) -> None:
             collection=target,
             probe_k=config.probe_k,
             keep_top=keep_top,
+            fields=config.search_fields,
         )
         results.served_by.merge(replay.served_by)
         results.checks["exclude_violations"] += replay.exclude_violations

@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from crisscross_client import models as m
 from crisscross_client.bulk import ServiceLimits, cut, json_size
@@ -200,6 +200,9 @@ def model_call(
 
 # --- search -----------------------------------------------------------------------------------
 
+_FUSION: TypeAdapter[m.RrfFusion | m.WeightedFusion] = TypeAdapter(m.Fusion)
+_RERANK: TypeAdapter[m.ExactRerank | m.VariantRerank] = TypeAdapter(m.Rerank)
+
 
 def search_request(
     *,
@@ -216,8 +219,18 @@ def search_request(
     include_metadata: bool | None = None,
     search_params: m.SearchParams | Mapping[str, Any] | None = None,
     query: Any = None,
+    mode: m.SearchMode | None = None,
+    lexical: m.LexicalOptions | Mapping[str, Any] | None = None,
+    fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
+    window: int | None = None,
+    rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
 ) -> m.SearchRequest:
-    """The body of one search (``POST /v1/search`` or one search of a bulk request)."""
+    """The body of one search (``POST /v1/search`` or one search of a bulk request).
+
+    Raises:
+        pydantic.ValidationError: a field is not what the API takes (a mode, fusion or rerank
+            it does not know, ``alpha`` outside [0, 1], ``window`` < 1, ...).
+    """
     side = one_query(
         collection=collection, text=text, image=image, item=item, vector=vector, query=query
     )
@@ -233,6 +246,11 @@ def search_request(
         search_params=None
         if search_params is None
         else m.SearchParams.model_validate(search_params),
+        mode=mode,
+        lexical=None if lexical is None else m.LexicalOptions.model_validate(lexical),
+        fusion=None if fusion is None else _FUSION.validate_python(fusion),
+        window=window,
+        rerank=None if rerank is None else _RERANK.validate_python(rerank),
     )
 
 

@@ -248,6 +248,11 @@ class Client:
         include_metadata: bool | None = None,
         search_params: m.SearchParams | Mapping[str, Any] | None = None,
         query: Any = None,
+        mode: m.SearchMode | None = None,
+        lexical: m.LexicalOptions | Mapping[str, Any] | None = None,
+        fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
+        window: int | None = None,
+        rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
     ) -> m.SearchResponse:
         """``POST /v1/search``: the ``k`` nearest items of ``collection`` to exactly one of
         ``text``, ``vector``, ``image`` (path, bytes or PIL image), ``item`` (an id of
@@ -258,6 +263,13 @@ class Client:
             exclude: ids left out; offset: skip this many best results (pages);
             include_metadata: false drops each hit's metadata; search_params: nprobe,
             ef_search or exact.
+            mode: ``dense`` (the service's default), ``lexical`` or ``hybrid``.
+            lexical: the keyword leg, ``{"text": ..., "field": ...}`` (defaults: the query's
+                text, the collection's text).
+            fusion: how hybrid fuses its legs, ``{"method": "rrf", "k": 60}`` or
+                ``{"method": "weighted", "alpha": 0.7}`` (alpha: the dense leg's weight).
+            window: candidates per leg (hybrid) or of the first stage (rerank), ≥ offset + k.
+            rerank: ``{"by": "exact"}`` or ``{"by": "variant", "variant": "..."}``.
         """
         request = rq.search_request(
             collection=collection,
@@ -273,6 +285,11 @@ class Client:
             include_metadata=include_metadata,
             search_params=search_params,
             query=query,
+            mode=mode,
+            lexical=lexical,
+            fusion=fusion,
+            window=window,
+            rerank=rerank,
         )
         return self._run(rq.search(request))
 
@@ -319,6 +336,12 @@ class Client:
         *,
         include_metadata: bool | None = None,
         return_exceptions: bool = False,
+        search_params: m.SearchParams | Mapping[str, Any] | None = None,
+        mode: m.SearchMode | None = None,
+        lexical: m.LexicalOptions | Mapping[str, Any] | None = None,
+        fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
+        window: int | None = None,
+        rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
     ) -> list[Any]:
         """Many searches of ``collection`` through ``POST /v1/search/bulk``, cut into requests
         that fit the service's limits (searches, images, bytes per request).
@@ -328,6 +351,8 @@ class Client:
                 image, an ``ItemRef`` or ``(collection, id)``, a vector) or whole
                 :class:`~crisscross_client.models.SearchRequest` objects (used as they are).
             return_exceptions: put a failed search's error in its place instead of raising it.
+            search_params, mode, lexical, fusion, window, rerank: as :meth:`search`, for
+                every query input (not for whole ``SearchRequest`` objects).
 
         Returns:
             One :class:`~crisscross_client.models.SearchPageResult` per query, in order (or
@@ -343,6 +368,12 @@ class Client:
                 filter=filter,
                 variant=variant,
                 include_metadata=include_metadata,
+                search_params=search_params,
+                mode=mode,
+                lexical=lexical,
+                fusion=fusion,
+                window=window,
+                rerank=rerank,
             )
             for query in queries
         ]

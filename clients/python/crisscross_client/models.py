@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import struct
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -134,8 +134,64 @@ class SearchParams(RequestModel):
     exact: bool | None = None
 
 
+SearchMode = Literal["dense", "lexical", "hybrid"]
+"""How a search ranks: by the embeddings (``dense``, the default), by keywords (``lexical``)
+or by both legs fused (``hybrid``)."""
+
+
+class LexicalOptions(RequestModel):
+    """The keyword leg of a ``lexical`` or ``hybrid`` search: the keywords (default: the query's
+    own text) and the collection field searched (default: the collection's text)."""
+
+    text: str | None = None
+    field: str | None = None
+
+
+class RrfFusion(RequestModel):
+    """Reciprocal rank fusion of the hybrid legs: an item scores Σ 1 / (k + its rank in a leg)."""
+
+    method: Literal["rrf"]
+    k: int | None = Field(default=None, ge=1)
+
+
+class WeightedFusion(RequestModel):
+    """A weighted sum of the hybrid legs' scores: ``alpha`` is the weight of the dense leg."""
+
+    method: Literal["weighted"]
+    alpha: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+Fusion = Annotated[RrfFusion | WeightedFusion, Field(discriminator="method")]
+"""How a hybrid search fuses its legs (``{"method": "rrf", "k": 60}`` or
+``{"method": "weighted", "alpha": 0.7}``)."""
+
+
+class ExactRerank(RequestModel):
+    """Re-score the first stage's candidates with the collection's exact stored vectors."""
+
+    by: Literal["exact"]
+
+
+class VariantRerank(RequestModel):
+    """Re-score the first stage's candidates with another served variant's embeddings of the
+    same items (the query embedded by that variant)."""
+
+    by: Literal["variant"]
+    variant: str
+
+
+Rerank = Annotated[ExactRerank | VariantRerank, Field(discriminator="by")]
+"""A second stage re-scoring the first stage's ``window`` candidates (``{"by": "exact"}`` or
+``{"by": "variant", "variant": "..."}``)."""
+
+
 class SearchRequest(RequestModel):
-    """``POST /v1/search`` (and each search of a bulk request)."""
+    """``POST /v1/search`` (and each search of a bulk request).
+
+    ``mode``, ``lexical``, ``fusion``, ``window`` and ``rerank`` choose how the search ranks
+    (see :data:`SearchMode`, :class:`LexicalOptions`, :data:`Fusion`, :data:`Rerank`);
+    ``window`` is the candidates per leg (hybrid) or of the first stage (rerank), at least
+    ``offset + k``."""
 
     collection: str
     query: Query
@@ -146,6 +202,11 @@ class SearchRequest(RequestModel):
     offset: int | None = None
     filter: Filter | JsonObject | None = None
     search_params: SearchParams | None = None
+    mode: SearchMode | None = None
+    lexical: LexicalOptions | None = None
+    fusion: Fusion | None = None
+    window: int | None = Field(default=None, ge=1)
+    rerank: Rerank | None = None
 
 
 class BulkSearchRequest(RequestModel):
@@ -188,8 +249,9 @@ class SearchResult(ResponseModel):
 
 
 class SearchPageResult(ResponseModel):
-    """A page of hits (a bulk search's result): what the collection answered, and where the
-    next page starts (``next_offset``; null at the end)."""
+    """A page of hits (a bulk search's result): what the collection answered, where the next
+    page starts (``next_offset``; null at the end) and the mode it ranked in (``mode``; ``None``
+    from a service that predates it)."""
 
     results: list[SearchResult]
     collection: str
@@ -198,10 +260,12 @@ class SearchPageResult(ResponseModel):
     bundle_version: str
     next_offset: int | None
     search_params: AppliedSearchParams | None = None
+    mode: str | None = None
 
 
 class SearchResponse(ResponseModel):
-    """``POST /v1/search`` and ``POST /v1/search/upload``: a page of hits and the timings."""
+    """``POST /v1/search`` and ``POST /v1/search/upload``: a page of hits and the timings; ``mode``
+    is the mode the search ranked in (``None`` from a service that predates it)."""
 
     results: list[SearchResult]
     collection: str
@@ -211,6 +275,7 @@ class SearchResponse(ResponseModel):
     timings_ms: Timings
     next_offset: int | None = None
     search_params: AppliedSearchParams | None = None
+    mode: str | None = None
 
 
 class BulkError(ResponseModel):

@@ -115,7 +115,8 @@ DEFAULTS = {
     },
     "compare": {
         "--url": ("url", "http://127.0.0.1:8000", "value"),
-        "--variants": ("variants", None, "required"),
+        "--variants": ("variants", (), "value"),
+        "--setting": ("setting", None, "value"),
         "--data": ("data", Path("/data/dir"), "value"),
         "--split": ("split", "val", "value"),
         "--dataset": ("dataset", "coco-karpathy", "value"),
@@ -134,6 +135,10 @@ DEFAULTS = {
         "--timeout": ("timeout", 60.0, "value"),
         "--no-progress": ("no_progress", False, "switch"),
         "--html-queries": ("html_queries", 500, "value"),
+        "--collection": ("collection", "captions", "value"),
+        "--images-collection": ("images_collection", "images", "value"),
+        "--latency-collection": ("latency_collection", "captions", "value"),
+        "--bulk-size": ("bulk_size", 256, "value"),
     },
     "sweep": {
         "--url": ("url", "http://127.0.0.1:8000", "value"),
@@ -485,6 +490,12 @@ def test_compare_end_to_end(
     [
         (["--variants", "a,a"], "distinct"),
         (["--variants", "a", "--tasks", "t2t,latency"], "quality tasks"),
+        ([], "name at least one variant (--variants) or setting (--setting)"),
+        (["--variants", "a", "--setting", "b=mode:dense"], "--variants or --setting, not both"),
+        (["--setting", "h=mode:hybrid,alpha:2"], r"setting 'h': alpha must be in [0, 1]"),
+        (["--setting", "h=boost:2"], "setting 'h': unknown key 'boost'"),
+        (["--setting", "a=", "--setting", "a=mode:lexical"], "setting names repeat"),
+        (["--setting", "h=mode:hybrid,window:5"], "window 5 is less than --latency-k 10"),
     ],
 )
 def test_compare_rejects_bad_arguments(
@@ -494,6 +505,31 @@ def test_compare_rejects_bad_arguments(
         cli.main(["compare", "--out", "x", *arguments])
     assert caught.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_compare_takes_lever_settings(
+    tiny: TinyDataset,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    service = two_variants(tiny)
+    over_fake_transport(monkeypatch, "compare", service.transport())
+    out = tmp_path / "levers"
+    arguments = ["compare", "--url", "http://fake", "--data", str(tiny.data_dir)]
+    arguments += ["--setting", "fast=variant:full", "--setting", "exact=variant:full,exact:true"]
+    arguments += ["--tasks", "t2t", "--limit-queries", "3", "--latency-requests", "2"]
+    arguments += ["--rounds", "1", "--warmup", "0", "--concurrency", "1", "--html-queries", "0"]
+    assert (
+        cli.main([*arguments, "--bootstrap-samples", "20", "--no-progress", "--out", str(out)]) == 0
+    )
+    assert capsys.readouterr().out.startswith("# Crisscross lever comparison — coco-karpathy val")
+    report = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert [entry["name"] for entry in report["variants"]] == ["fast", "exact"]
+    assert report["variants"][1]["request"] == {"search_params": {"exact": True}}
+    exact = [body for _, body in service.searches if "search_params" in body]
+    assert exact
+    assert all(body["search_params"] == {"exact": True} for body in exact)
 
 
 def test_compare_reports_an_unloaded_variant(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -271,3 +273,34 @@ def test_the_harness_client_is_the_project_client_with_the_harness_rule() -> Non
     assert policy.statuses == frozenset({503})
     assert policy.require_retry_after
     assert not policy.retry_connection_errors
+
+
+def test_a_search_carries_more_fields_and_reads_the_mode() -> None:
+    levers = {"mode": "hybrid", "fusion": {"method": "rrf", "k": 30}, "window": 100}
+    body = search_body(text_query("a dog"), "captions", 5, variant="v", fields=levers)
+    assert body == {
+        "query": {"text": "a dog"},
+        "collection": "captions",
+        "k": 5,
+        "variant": "v",
+        **levers,
+    }
+    assert search_body(text_query("a"), "captions", 5, fields={}) == search_body(
+        text_query("a"), "captions", 5
+    )
+    with pytest.raises(ValueError, match=r"\['k', 'variant'\] are set by their own arguments"):
+        search_body(text_query("a"), "captions", 5, fields={"k": 9, "variant": "w"})
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        answer = {"results": [], "collection": "captions", "variant": "v", "mode": "hybrid"}
+        return httpx.Response(200, json=answer)
+
+    async def scenario() -> None:
+        async with _client(httpx.MockTransport(handler)) as client:
+            answer = await client.search(text_query("a"), "captions", 5, fields=levers)
+            assert answer.mode == "hybrid"
+
+    asyncio.run(scenario())
+    assert {key: seen[0][key] for key in levers} == levers

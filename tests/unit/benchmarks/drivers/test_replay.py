@@ -151,3 +151,32 @@ def test_replay_scores_sends_uploads_in_limited_batches(tiny: TinyDataset) -> No
     sent = [body for _, path, body in service.requests if path == "/v1/score"]
     first = sent[0]["pairs"][0]["right"]
     assert base64.b64decode(first["image"]) == tiny.image_bytes[names[0]]
+
+
+def test_every_search_of_a_replay_carries_the_fields(tiny: TinyDataset) -> None:
+    service = FakeService(tiny.captions)
+    task = t2t_task(tiny.sts, tiny.captions)
+    text_of = {caption.key: caption.text for caption in tiny.captions}
+    levers = {"mode": "lexical", "search_params": {"exact": True}}
+
+    async def replay() -> None:
+        async with CrisscrossClient("http://fake", transport=service.transport()) as client:
+            await replay_retrieval(
+                client,
+                [task],
+                lambda query: text_query(text_of[query]),
+                len(tiny.captions),
+                show_progress=False,
+                probe_k=2,
+                fields=levers,
+            )
+
+    asyncio.run(replay())
+    searches = [
+        search
+        for _, path, body in service.requests
+        if path == "/v1/search/bulk"
+        for search in body["searches"]
+    ]
+    assert len(searches) > len(task.queries)  # probed, then some asked again
+    assert all({key: search[key] for key in levers} == levers for search in searches)

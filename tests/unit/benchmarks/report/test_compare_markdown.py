@@ -69,3 +69,68 @@ def test_quality_cells_show_the_recorded_interval_else_one_computed_from_the_cou
     low, high = (float(part) for part in int8_row.split("[")[1].split("]")[0].split(", "))
     assert low < 21.7 < high
     assert high - low == pytest.approx(5.1, abs=0.6)  # ±1.96 · sqrt(.217 · .783 / 1000)
+
+
+def _setting(name: str, variant: str, r1: float, p50: float, **levers: Any) -> dict[str, Any]:
+    entry = _variant(variant, r1, p50, 1000.0 / p50)
+    entry.update(
+        name=name,
+        variant=variant,
+        levers={"variant": variant, **levers},
+        modes_answered=[levers.get("mode", "dense")],
+    )
+    return entry
+
+
+def _lever_report() -> dict[str, Any]:
+    rows = [
+        _setting("dense", "minilm", 0.25, 10.0),
+        _setting("hybrid", "minilm", 0.3, 14.0, mode="hybrid", fusion="rrf", rrf_k=30),
+        _setting("rerank", "minilm-int8", 0.26, 6.0, rerank="minilm", window=50),
+    ]
+    rows[1]["pair_tasks_from"] = "dense"
+    return {
+        "dataset": "scenes",
+        "split": "test",
+        "baseline": "dense",
+        "lever_settings": [{"name": row["name"], **row["levers"]} for row in rows],
+        "variants": rows,
+        "pareto": {"t2t R@1 vs p50_ms @c1": ["hybrid", "rerank"]},
+        "settings": {"tasks": ["t2t"], "k": 1000, "latency_k": 10, "concurrency_levels": [1]},
+        "latency_schedule": {"mode": "interleaved", "rounds": 3},
+    }
+
+
+def test_a_run_of_lever_settings_has_one_row_per_setting() -> None:
+    markdown = render_compare_markdown(_lever_report())
+    assert markdown.startswith("# Crisscross lever comparison — scenes test")
+    assert "same queries for every setting" in markdown
+    lines = markdown.splitlines()
+    settings_table = lines[lines.index("## Settings") : lines.index("## Variants")]
+    assert "| `dense` | `minilm` | – | 1000 | dense |" in settings_table
+    assert (
+        "| `hybrid` | `minilm` | mode hybrid, fusion rrf (k 30), window 100 (default) | 100 "
+        "| hybrid |" in settings_table
+    )
+    assert "| `rerank` | `minilm-int8` | rerank minilm, window 50 | 50 | dense |" in settings_table
+    assert any("`hybrid` takes `dense`'s" in line for line in settings_table)
+    # one row per variant the settings use, in order of first use
+    variants = lines[lines.index("## Variants") :]
+    assert [line.split(" | ")[0] for line in variants[4:6]] == ["| `minilm`", "| `minilm-int8`"]
+    assert not variants[6].startswith("| `")
+    for header in ("| setting | t2t R@1 |", "| setting | c1 p50 ms |", "| setting | Δ t2t R@1 |"):
+        assert header in markdown
+    # settings, quality, cost tables; and the baseline deltas but for the baseline itself
+    for name, tables in (("dense", 3), ("hybrid", 4), ("rerank", 4)):
+        assert sum(line.startswith(f"| `{name}` |") for line in lines) == tables
+    assert "| `hybrid` | +5.0 | ×1.40 | ×0.71 |" in markdown
+    assert "## Pareto-optimal settings" in markdown
+    assert "| t2t R@1 vs p50_ms | `hybrid`, `rerank` |" in markdown
+    assert "Warning" not in markdown
+
+
+def test_a_mode_the_service_did_not_answer_in_is_called_out() -> None:
+    report = _lever_report()
+    report["variants"][1]["modes_answered"] = ["dense"]
+    markdown = render_compare_markdown(report)
+    assert "**Warning:** `hybrid` asked for mode hybrid; the service answered in dense." in markdown

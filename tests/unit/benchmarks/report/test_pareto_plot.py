@@ -19,6 +19,7 @@ from benchmarks.report.pareto_plot import (
     log_ticks,
     plot_pareto,
     quality_limits,
+    row_colours,
 )
 from evaluation.metrics.pareto import quality_intervals, quality_metrics
 
@@ -145,3 +146,30 @@ def test_quality_limits() -> None:
     # Never below 0 for a share near 0 (the span is kept).
     assert quality_limits([(0.5, (0.0, 1.0))]) == (0.0, MIN_SPAN)
     assert quality_limits([(99.5, (99.0, 100.0))]) == (100.0 - MIN_SPAN, 100.0)
+
+
+def test_a_run_of_lever_settings_has_one_point_per_setting_and_level() -> None:
+    names = [f"s{index}" for index in range(12)]
+    rows = [_variant(name, 0.2 + 0.01 * index, 4.0 + index) for index, name in enumerate(names)]
+    report = {
+        "lever_settings": [{"name": name} for name in names],
+        "variants": rows,
+        "settings": {"bootstrap_samples": 200, "seed": 0},
+    }
+    figure = build_pareto_figure(report, "levers")
+    for axes in _drawn(figure):
+        bars = [c for c in axes.containers if isinstance(c, ErrorbarContainer)]
+        assert len(bars) == len(names) * 2  # two latency levels
+        colours = {tuple(bar.lines[0].get_color()) for bar in bars}
+        assert len(colours) == len(names)  # past the ten of the default cycle
+    (legend,) = figure.legends
+    assert legend.get_title().get_text().startswith("colour: setting,")
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels == [*names, "concurrency 1", "concurrency 8"]
+
+
+def test_row_colours() -> None:
+    assert row_colours(["a", "b"]) == {"a": "C0", "b": "C1"}
+    many = row_colours([str(index) for index in range(21)])
+    assert len(set(many.values())) == 20  # tab20, then around again
+    assert many["0"] == many["20"]

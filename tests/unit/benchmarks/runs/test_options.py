@@ -37,6 +37,12 @@ class ToyConfig:
     )
     show_progress: bool = field(default=True, metadata=no_progress_option())
     fancy: bool = field(default=False, metadata=option(None, cli_default=True))
+    tags: tuple[int, ...] = field(
+        default=(),
+        metadata=option(
+            "--tag", parse=positive_int, repeat=True, convert=lambda v: tuple(v or ()), help="t"
+        ),
+    )
     hidden: int = 7
 
 
@@ -48,7 +54,16 @@ def _parser() -> argparse.ArgumentParser:
 
 def test_options_follow_the_field_order_and_skip_undeclared_fields() -> None:
     flags = [action.option_strings[0] for action in _parser()._actions[1:]]
-    assert flags == ["--url", "--data", "--out", "--count", "--mode", "--warmup", "--no-progress"]
+    assert flags == [
+        "--url",
+        "--data",
+        "--out",
+        "--count",
+        "--mode",
+        "--warmup",
+        "--no-progress",
+        "--tag",
+    ]
     assert [item.name for item, _ in declared_options(ToyConfig)] == [
         "url",
         "data_dir",
@@ -58,6 +73,7 @@ def test_options_follow_the_field_order_and_skip_undeclared_fields() -> None:
         "warmup",
         "show_progress",
         "fancy",
+        "tags",
     ]
 
 
@@ -104,3 +120,11 @@ def test_an_option_knows_its_destination_and_default() -> None:
     assert cli_default(count, declared) == 3
     url, declared = declared_options(ToyConfig)[0]
     assert cli_default(url, declared) == "http://127.0.0.1:8000"
+
+
+def test_a_repeatable_option_collects_its_values() -> None:
+    args = _parser().parse_args(["--out", "x", "--tag", "3", "--tag", "1"])
+    assert config_from_args(ToyConfig, args).tags == (3, 1)
+    assert config_from_args(ToyConfig, _parser().parse_args(["--out", "x"])).tags == ()
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["--out", "x", "--tag", "0"])

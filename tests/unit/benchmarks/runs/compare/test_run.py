@@ -1,4 +1,5 @@
-"""``python -m benchmarks compare`` against an in-process fake service with several variants."""
+"""``python -m benchmarks compare`` against an in-process fake service with several variants, by
+variant (``--variants``) and by lever setting (``--setting``, a fake that takes the levers)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from benchmarks.report.writers import write_compare_outputs
 from benchmarks.runs.compare.config import DEFAULT_COMPARE_TASKS, CompareConfig
+from benchmarks.runs.compare.levers import parse_setting
 from benchmarks.runs.compare.run import run_compare
 from benchmarks.runs.quality.config import QualityRunConfig
 from benchmarks.runs.quality.run import run_quality
@@ -21,6 +23,11 @@ from benchmarks.runs.setup_error import BenchmarkSetupError
 from evaluation.metrics.pareto import quality_metrics
 from tests.fakes.fake_variants import SLOW_DELAY_S, MultiVariantService, two_variants
 from tests.fakes.tiny_data import TinyDataset
+from tests.unit.benchmarks.runs.compare.lever_service import (
+    HYBRID_DELAY_S,
+    caption_levers,
+    scenes_levers,
+)
 
 SAMPLES = 40
 LATENCY_K = 10
@@ -153,6 +160,30 @@ def test_one_round_runs_the_variants_back_to_back(tiny: TinyDataset) -> None:
             assert low <= item["value"] <= high
 
 
+def test_the_variants_path_sends_and_reports_what_it_always_did(tiny: TinyDataset) -> None:
+    """``--variants``: each variant is a setting that sets only the variant; no lever reaches a
+    request and the report has the keys it had before lever settings existed."""
+    service = two_variants(tiny)
+    config = config_for(tiny, rounds=1, concurrency_levels=(1,), tasks=("t2t", "sts"))
+    report = asyncio.run(run_compare(config, transport=service.transport())).report
+    allowed = {"query", "collection", "k", "exclude", "variant", "include_metadata"}
+    assert service.searches
+    assert all(set(body) <= allowed for _, body in service.searches)
+    assert list(report) == [
+        "schema_version", "kind", "dataset", "split", "data_dir", "service_url", "created_at",
+        "baseline", "variants", "latency_schedule", "pareto", "quality_intervals", "settings",
+        "durations_s", "environment",
+    ]  # fmt: skip
+    for entry in report["variants"]:
+        assert list(entry) == [
+            "name", "dim", "precision", "towers", "providers", "tower_providers",
+            "bundle_versions", "bundle", "bundle_version", "bundle_versions_seen", "collections",
+            "tasks", "quality", "skipped", "checks", "latency",
+        ]  # fmt: skip
+    assert "variants take turns" not in report["latency_schedule"]["note"]  # one round
+    assert "each variant's requests run in one block" in report["latency_schedule"]["note"]
+
+
 def test_an_unloaded_variant_is_refused_before_any_search(tiny: TinyDataset) -> None:
     service = two_variants(tiny)
     config = config_for(tiny, variants=("full", "nope"))
@@ -202,3 +233,175 @@ def test_every_variant_records_the_first_variants_sampled_queries(
         assert set(entry["variants"]) == {"full", "short"}
         assert entry["variants"]["short"]["overlap"] is not None
     assert json.loads(written["json"].read_text(encoding="utf-8"))["variants"][0]["name"] == "full"
+
+
+# -- lever settings ---------------------------------------------------------------------------
+
+SETTINGS = (
+    parse_setting("dense=variant:full"),
+    parse_setting("hybrid=variant:full,mode:hybrid,rrf_k:30"),
+    parse_setting("lexical=variant:short,mode:lexical"),
+)
+
+
+def settings_config(tiny: TinyDataset, **overrides: Any) -> CompareConfig:
+    settings: dict[str, Any] = {
+        "variants": (),
+        "lever_settings": SETTINGS,
+        "concurrency_levels": (1,),
+        "latency_requests": 4,
+        "warmup_requests": 1,
+        "rounds": 2,
+    }
+    settings.update(overrides)
+    return config_for(tiny, **settings)
+
+
+def _row_of(search: dict[str, Any]) -> str:
+    """Which of :data:`SETTINGS` a recorded search was sent for, by the fields it carries."""
+    carried = {key: value for key, value in search.items() if key in ("mode", "fusion", "window")}
+    found = [row.name for row in SETTINGS if row.search_fields() == carried]
+    assert len(found) == 1, search
+    return found[0]
+
+
+@pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
+def test_each_setting_is_a_row_and_every_search_carries_its_levers(
+    tiny: TinyDataset, tmp_path: Path
+) -> None:
+    service = caption_levers(tiny)
+    run = asyncio.run(run_compare(settings_config(tiny), transport=service.transport()))
+    report = run.report
+    names = ["dense", "hybrid", "lexical"]
+    assert [entry["name"] for entry in report["variants"]] == names
+    assert report["baseline"] == "dense"
+    assert report["lever_settings"] == [
+        {"name": "dense", "variant": "full"},
+        {"name": "hybrid", "variant": "full", "mode": "hybrid", "fusion": "rrf", "rrf_k": 30},
+        {"name": "lexical", "variant": "short", "mode": "lexical"},
+    ]
+    entries = {entry["name"]: entry for entry in report["variants"]}
+    for row in SETTINGS:
+        entry = entries[row.name]
+        assert (entry["variant"], entry["levers"]) == (row.variant, row.levers())
+        assert entry["request"] == row.search_fields()
+        assert entry["modes_answered"] == [row.mode or "dense"]
+        assert entry["precision"] == ("int8" if row.variant == "short" else "fp32")
+        assert set(entry["latency"]) == {"c1"}
+        assert entry["latency"]["c1"]["requests"] == 4
+    assert entries["hybrid"]["latency"]["c1"]["p50_ms"] >= HYBRID_DELAY_S * 1000.0
+
+    # Every search of every phase went out with its row's variant and levers.
+    rows_sent: Counter[tuple[str, str]] = Counter()
+    for variant, search in service.searches:
+        row = _row_of(search)
+        assert variant == next(setting.variant for setting in SETTINGS if setting.name == row)
+        rows_sent[row, "latency" if search["k"] == LATENCY_K else "quality"] += 1
+    assert set(rows_sent) == {(name, phase) for name in names for phase in ("latency", "quality")}
+    for name in names:
+        assert rows_sent[name, "latency"] == 2 * (1 + 2)  # 2 rounds of 1 warm-up + 2 measured
+    # A hybrid ranking is its window's: its replays ask for no more than the window (100 here,
+    # and the 60 captions).
+    hybrid_depths = {search["k"] for _, search in service.searches if _row_of(search) == "hybrid"}
+    assert max(hybrid_depths) <= 100
+    # The keyword legs rank differently from the dense one.
+    assert entries["dense"]["tasks"]["t2t"] != entries["hybrid"]["tasks"]["t2t"]
+
+    # STS comes from /v1/score, which no lever reaches: once per variant, shared by its rows.
+    assert sorted(service.scores) == ["full", "short"]
+    assert entries["hybrid"]["pair_tasks_from"] == "dense"
+    assert entries["hybrid"]["tasks"]["sts"] == entries["dense"]["tasks"]["sts"]
+    assert entries["hybrid"]["quality"]["sts ρ"] == entries["dense"]["quality"]["sts ρ"]
+    assert "pair_tasks_from" not in entries["lexical"]
+    assert set(report["pareto"]) == {
+        f"{quality} vs {cost} @c1"
+        for quality in ("t2t R@1", "t2t_cocaptions R@1", "sts ρ")
+        for cost in ("p50_ms", "p99_ms", "qps")
+    }
+    assert {name for front in report["pareto"].values() for name in front} <= set(names)
+    assert report["latency_schedule"]["orders"] == [names, names[1:] + names[:1]]
+    assert "settings take turns" in report["latency_schedule"]["note"]
+
+    written = write_compare_outputs(run, tmp_path)
+    markdown = written["markdown"].read_text(encoding="utf-8")
+    assert markdown.startswith("# Crisscross lever comparison — coco-karpathy val")
+    for name in names:
+        assert markdown.count(f"| `{name}` |") >= 4  # settings, quality, cost, Pareto tables
+    assert (tmp_path / "compare_pareto.png").is_file()
+    assert set(run.queries) <= set(names)
+
+
+def test_a_row_that_only_needs_scores_takes_them_from_its_variants_first_row(
+    tiny: TinyDataset,
+) -> None:
+    service = caption_levers(tiny)
+    config = settings_config(tiny, tasks=("sts",), rounds=1)
+    report = asyncio.run(run_compare(config, transport=service.transport())).report
+    dense, hybrid, lexical = report["variants"]
+    assert hybrid["pair_tasks_from"] == "dense"
+    assert "pair_tasks_from" not in lexical  # the first row of its variant
+    assert hybrid["tasks"] == dense["tasks"]
+    assert hybrid["bundle_version"] == dense["bundle_version"] == "v-full"
+    assert (hybrid["name"], hybrid["levers"]["mode"]) == ("hybrid", "hybrid")
+    assert hybrid["latency"]["c1"]["requests"] == 4  # its own latency, with its own levers
+    assert sorted(service.scores) == ["full", "short"]
+    assert "quality_hybrid" not in report["durations_s"]
+
+
+def test_a_setting_without_a_variant_gets_the_services_default(tiny: TinyDataset) -> None:
+    service = caption_levers(tiny)
+    rows = (parse_setting("plain="), parse_setting("lexical=mode:lexical"))
+    config = settings_config(tiny, lever_settings=rows, tasks=("t2t",), rounds=1)
+    report = asyncio.run(run_compare(config, transport=service.transport())).report
+    assert [entry["variant"] for entry in report["variants"]] == ["full", "full"]
+    assert report["lever_settings"][0] == {"name": "plain", "variant": "full"}
+    assert {variant for variant, _ in service.searches} == {"full"}
+    assert all(search["variant"] == "full" for _, search in service.searches)
+
+
+def test_a_rerank_by_a_variant_that_is_not_loaded_is_refused_before_any_search(
+    tiny: TinyDataset,
+) -> None:
+    service = caption_levers(tiny)
+    rows = (parse_setting("dense=variant:full"), parse_setting("r=variant:full,rerank:int9"))
+    config = settings_config(tiny, lever_settings=rows)
+    with pytest.raises(BenchmarkSetupError, match=r"\['int9'\] are not loaded"):
+        asyncio.run(run_compare(config, transport=service.transport()))
+    assert service.searches == []
+    assert service.scores == []
+
+
+def test_text_to_image_on_scenes_sends_hybrid_to_the_images(tiny: TinyDataset) -> None:
+    """t2i against the image collection: the caption text is the dense query and, by the
+    service's default, the keywords (on the images' captions field): only ``mode`` is sent."""
+    service = scenes_levers(tiny)
+    rows = (parse_setting("dense=variant:dual"), parse_setting("hybrid=variant:dual,mode:hybrid"))
+    config = settings_config(
+        tiny,
+        lever_settings=rows,
+        dataset="scenes",
+        tasks=("t2i", "t2i_original"),
+        rounds=1,
+        latency_target="images",
+    )
+    report = asyncio.run(run_compare(config, transport=service.transport())).report
+    assert report["dataset"] == "scenes"
+    assert report["settings"]["latency_collection"] == "images"
+    dense, hybrid = report["variants"]
+    # every search, the latency ones too, is text → images
+    assert {search["collection"] for _, search in service.searches} == {"images"}
+    latency = [search for _, search in service.searches if search["k"] == LATENCY_K]
+    assert Counter(search.get("mode", "dense") for search in latency) == {"dense": 5, "hybrid": 5}
+    assert hybrid["latency"]["c1"]["p50_ms"] >= HYBRID_DELAY_S * 1000.0
+    image_searches = [search for _, search in service.searches if search["collection"] == "images"]
+    texts = {caption.text for caption in tiny.captions}
+    assert image_searches
+    assert all(search["query"]["text"] in texts for search in image_searches)
+    assert all("lexical" not in search for search in image_searches)
+    modes = Counter(search.get("mode", "dense") for search in image_searches)
+    assert set(modes) == {"dense", "hybrid"}
+    assert modes["dense"] == modes["hybrid"]  # the same queries for both rows
+    assert set(dense["tasks"]) == set(hybrid["tasks"]) == {"t2i", "t2i_original"}
+    # keywords on an image's own captions find it (the fake's keyword leg)
+    assert hybrid["tasks"]["t2i_original"]["R@1"] > dense["tasks"]["t2i_original"]["R@1"]
+    assert hybrid["modes_answered"] == ["hybrid"]

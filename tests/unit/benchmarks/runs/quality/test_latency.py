@@ -25,3 +25,15 @@ def test_levels_warm_up_and_k(tiny: TinyDataset) -> None:
     assert {body["k"] for body in searches} == {len(tiny.captions)}  # clipped to the size
     texts = {caption.text for caption in tiny.captions}
     assert all(body["query"]["text"] in texts for body in searches)
+
+
+def test_latency_searches_carry_the_search_fields(tiny: TinyDataset) -> None:
+    service = FakeService(tiny.captions)
+    fields = {"mode": "hybrid", "window": 100}
+    config = text_config(
+        tiny, tasks=("latency",), concurrency_levels=(1,), latency_requests=3, search_fields=fields
+    )
+    asyncio.run(run_quality(config, transport=service.transport()))
+    searches = [body for _, path, body in service.requests if path == "/v1/search"]
+    assert searches
+    assert all({key: body[key] for key in fields} == fields for body in searches)

@@ -100,3 +100,13 @@ def test_caption_item_queries_search_by_the_stored_vectors(tiny: TinyDataset) ->
     assert searches
     assert all(set(body["query"]) == {"item"} for body in searches)
     assert {body["query"]["item"]["collection"] for body in searches} == {"captions"}
+
+
+def test_every_retrieval_search_carries_the_search_fields(tiny: TinyDataset) -> None:
+    service = dual_tower_service(tiny)
+    fields = {"mode": "hybrid", "rerank": {"by": "exact"}, "window": 100}
+    config = images_config(tiny, tasks=("t2t", "i2t", "t2i", "i2i"), search_fields=fields)
+    asyncio.run(run_quality(config, transport=service.transport()))
+    searches = searches_of(service)
+    assert {search["collection"] for search in searches} == {"captions", "images"}
+    assert all({key: search[key] for key in fields} == fields for search in searches)
