@@ -14,6 +14,9 @@ Examples::
     python -m benchmarks compare --url http://127.0.0.1:8000 \\
         --variants minilm-l6-v2,minilm-l6-v2-int8 --data ../shared/data --split val \\
         --out reports/compare --limit-queries 1000     # compare.json/.md, compare_pareto.png
+    python -m benchmarks compare --url http://127.0.0.1:8000 --data ../shared/data \
+        --setting dense=mode:dense --setting hybrid=mode:hybrid,fusion:rrf,rrf_k:60 \
+        --setting rerank=rerank:exact,window:100 --out reports/levers   # lever settings as rows
 
     python -m benchmarks cider --data ../shared/data --split val   # CIDEr-D matrix + parity
 
@@ -119,8 +122,9 @@ COMMANDS: tuple[Command[Any, Any], ...] = (
     ),
     Command(
         "compare",
-        "several variants of one service in one run: the same quality tasks and the same "
-        "latency measurement for each, a table and a quality-vs-cost (Pareto) plot",
+        "several variants or lever settings of one service in one run: the same quality "
+        "tasks and the same latency measurement for each, a table and a quality-vs-cost "
+        "(Pareto) plot",
         CompareConfig,
         run_compare,
         write_compare_outputs,

@@ -10,8 +10,8 @@ for ``python -m index_builder build --images``:
 
     .venv/bin/python studies/scenes_tags.py --split test --out /tmp/levers/scenes-tags.csv
     .venv/bin/python -m index_builder build --variant artifacts/variants/scenes-dual-encoder \\
-        --name scenes-tagged --collection images --images artifacts/data/scenes/images/test \\
-        --metadata /tmp/levers/scenes-tags.csv
+        --name scenes-tagged --collection images_tagged \\
+        --images artifacts/data/scenes/images/test --metadata /tmp/levers/scenes-tags.csv
 
 Item ids are the image file names, as in ``scenes:images``, so the harness's ground truth holds.
 """

@@ -108,6 +108,18 @@ MULTIMODAL = {
         {"query": TEXT, "collection": "captions", "search_params": {"nprobe": 4}},
         "search_params.nprobe: the collection's index is flat",
     ),
+    "keywords on a field without text": Conflict(
+        ErrorCode.LEVER_NOT_APPLICABLE,
+        "POST",
+        _SEARCH,
+        {
+            "query": TEXT,
+            "collection": "captions",
+            "mode": "lexical",
+            "lexical": {"field": "sentid"},
+        },
+        "lexical.field: 'sentid' is of type integer",
+    ),
     "an unknown variant": Conflict(
         ErrorCode.NOT_FOUND,
         "POST",

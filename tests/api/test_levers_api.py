@@ -72,7 +72,7 @@ def test_hybrid_pages_continue_each_other_within_the_window(client: TestClient) 
     whole = search(client, mode="hybrid", k=9, window=9)
     assert whole["mode"] == "hybrid"
     pages = [search(client, mode="hybrid", k=3, offset=offset, window=9) for offset in (0, 3, 6)]
-    assert sum((ids(page) for page in pages), []) == ids(whole)
+    assert [item for page in pages for item in ids(page)] == ids(whole)
     assert [page["next_offset"] for page in pages[:2]] == [3, 6]
     ranks = [hit["rank"] for page in pages for hit in page["results"]]
     assert ranks == list(range(1, 10))
