@@ -41,8 +41,10 @@ from service.exceptions import InvalidQueryError, LeverNotApplicableError, quote
 
 SearchMode = Literal["dense", "lexical", "hybrid"]
 
-RRF_60: Final = Fusion()
-"""The fusion a hybrid search without one uses: RRF, k 60."""
+DEFAULT_FUSION: Final = Fusion(method="weighted", alpha=0.5)
+"""The fusion a hybrid search without one uses: an even weighted sum of the normalised legs, the
+best fusion where keywords paid off in docs/studies/2026-11-28-levers-on-cxc.md (RRF with k 60
+within its interval)."""
 
 DEFAULT_WINDOW: Final = 100
 """Candidates per leg of a hybrid search, and of a re-rank's first stage, when the request
@@ -72,7 +74,7 @@ class Levers:
     mode: SearchMode = "dense"
     keywords: str | None = None
     field: str | None = None
-    fusion: Fusion = RRF_60
+    fusion: Fusion = DEFAULT_FUSION
     window: int | None = None
     rerank: Rerank | None = None
     where: str = ""

@@ -10,10 +10,10 @@ from formats.field_types import FieldType
 from service.engine.fusion import Fusion, Leg, fuse
 from service.engine.knn import SearchHit
 from service.engine.levers import (
+    DEFAULT_FUSION,
     DEFAULT_WINDOW,
     ITEM_TEXT,
     NO_LEVERS,
-    RRF_60,
     Levers,
     Rerank,
     dense_leg,
@@ -47,7 +47,7 @@ def _leg(rows: list[int], scores: list[float]) -> Leg:
 def test_the_defaults_are_a_plain_dense_search() -> None:
     assert Levers() == NO_LEVERS
     assert NO_LEVERS.plain
-    assert NO_LEVERS.fusion == RRF_60 == Fusion("rrf", k=60)
+    assert NO_LEVERS.fusion == DEFAULT_FUSION == Fusion("weighted", alpha=0.5)
     assert not Levers(rerank=Rerank("exact")).plain
     assert not Levers(mode="lexical").plain
     assert not Levers(mode="hybrid").plain
@@ -206,7 +206,10 @@ def test_ranked_takes_the_leg_of_the_mode_or_fuses_both() -> None:
     fusion = Fusion("weighted", alpha=0.3)
     fused = ranked(Levers(mode="hybrid", fusion=fusion), dense, lexical)
     assert fused.rows.tolist() == fuse(dense, lexical, fusion).rows.tolist() == [3, 1, 2, 4]
-    assert ranked(Levers(mode="hybrid"), dense, lexical).rows.tolist() == [3, 1, 2, 4]
+    # The default, an even weighted sum: rows 1 and 3 tie at 0.5 and go by row.
+    default = ranked(Levers(mode="hybrid"), dense, lexical)
+    assert default.rows.tolist() == fuse(dense, lexical, DEFAULT_FUSION).rows.tolist()
+    assert default.rows.tolist() == [1, 3, 2, 4]
 
 
 def test_a_page_is_ranks_offset_plus_one_on() -> None:
