@@ -118,7 +118,7 @@ def bundle_page(
         index = lexical.of(collection, name)
         with index.lock:
             _synced(index, collection.count, lambda row: field_text(metadata[row].get(name)))
-            alive = np.ones(collection.count, dtype=np.bool_)
+            alive = index.all_alive()[: collection.count]
             found = lexical_leg(index, inputs.terms, alive, keep, depth)
     rescore = None
     if levers.rerank is not None:

@@ -86,6 +86,7 @@ class LexicalIndex:
         self._postings: dict[str, _Postings] = {}
         self._lengths: list[int] = []
         self._length_array: npt.NDArray[np.float64] = np.empty(0, dtype=np.float64)
+        self._all_alive: npt.NDArray[np.bool_] = np.empty(0, dtype=np.bool_)
         self.lock = threading.Lock()
         """Held by whoever appends and scores (the index is shared by concurrent searches)."""
 
@@ -107,6 +108,16 @@ class LexicalIndex:
                 postings.rows.append(row)
                 postings.counts.append(count)
             self._lengths.append(sum(counted.values()))
+
+    def all_alive(self) -> npt.NDArray[np.bool_]:
+        """A read-only all-true mask of the rows indexed (a bundle collection's rows are all
+        alive), kept between searches and made again only after rows are appended. Caller
+        holds :attr:`lock`."""
+        if len(self._all_alive) != self.rows:
+            mask = np.ones(self.rows, dtype=np.bool_)
+            mask.flags.writeable = False
+            self._all_alive = mask
+        return self._all_alive
 
     def _lengths_of(self, rows: int) -> npt.NDArray[np.float64]:
         if len(self._length_array) != len(self._lengths):

@@ -9,17 +9,16 @@ query naming a live collection to :func:`search_live`, with itself as the embedd
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
-from typing import Protocol
 
 import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from encoders.variant import Tower
 from service.engine.catalog import Catalog, ServedVariant
+from service.engine.embedder import Embedder
 from service.engine.filtering import check_filter
-from service.engine.images import ImagePayload
 from service.engine.lever_search import LeverInputs, live_page_with_levers
 from service.engine.levers import keywords, needs_vector
 from service.engine.live_collections import LiveEntry
@@ -47,18 +46,6 @@ from service.exceptions import (
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from storage.live.segment import SegmentView
-
-
-class Embedder(Protocol):
-    """What embeds a live collection's text and image query sides (the search core)."""
-
-    async def embed_texts(
-        self, context: RequestContext, variant: ServedVariant, texts: Sequence[str]
-    ) -> np.ndarray: ...
-
-    async def embed_images(
-        self, context: RequestContext, variant: ServedVariant, payloads: Sequence[ImagePayload]
-    ) -> np.ndarray: ...
 
 
 def stored_live_vector(entry: LiveEntry, item_id: str) -> tuple[int, np.ndarray]:

@@ -119,7 +119,7 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
     Raises :class:`InvalidQueryError` when it has not exactly ``dim`` numbers or has zero norm
     (nothing to compare by angle). The norm is taken after scaling by the largest magnitude, so
     huge (1e300) or tiny (1e-320) values neither overflow nor underflow. (The service checks the
-    length against the variant it reached first: :meth:`Searcher._given_vector`.)
+    length against the variant it reached first: :meth:`Searcher.given_vector`.)
     """
     if len(values) != dim:
         raise InvalidQueryError(

@@ -9,6 +9,9 @@ collection with the tie rule (:func:`service.engine.knn.nearest`, through
 tower's batcher, and the search then runs on the batcher's worker thread right after the batch (its
 follow-up: one trip off the event loop instead of two); an item's stored vector or a client's vector
 is searched on a worker thread. Scores and embeddings use the same steps without the search.
+A search of a live collection goes to :mod:`service.engine.live_queries`, and a bundle search
+with quality levers (keywords, fusion, re-rank) to :mod:`service.engine.lever_queries`; both
+take the Searcher as their embedder.
 
 Each stage adds its time to the request's context (for the ``x-timing-*`` headers, the access
 log and ``timings_ms``) and to the stage histograms. Errors are domain errors
@@ -34,8 +37,7 @@ from service.engine.batcher import EncodeResult, FollowUp
 from service.engine.catalog import Catalog, ServedCollection, ServedVariant
 from service.engine.filtering import check_filter
 from service.engine.images import ImagePayload, decode_payload, payload_bytes
-from service.engine.lever_search import LeverInputs, bundle_page
-from service.engine.levers import Levers, keywords, needs_vector
+from service.engine.lever_queries import EmbeddedTexts, embed_lever_texts, plan_lever_search
 from service.engine.live_collections import LiveCollections, LiveEntry
 from service.engine.live_queries import search_live, stored_live_vector
 from service.engine.pages import PageSearch, SearchPage
@@ -58,7 +60,6 @@ from service.exceptions import (
     DomainError,
     ImageRefusedError,
     InvalidQueryError,
-    LeverNotApplicableError,
     NotFoundError,
     OverloadedError,
     ShuttingDownError,
@@ -103,9 +104,6 @@ class Answer:
         """The answer of a bundle collection's search."""
         return cls(served.name, variant.name, served.bundle, served.bundle_version, page)
 
-
-_Embedded = dict[tuple[str, str], np.ndarray]
-"""Text vectors a bulk request embedded ahead, by (variant name, text)."""
 
 _Plan = tuple[ServedVariant, PageSearch]
 """A bulk search ready to run: its variant, and its page's search (target, filter and search
@@ -209,7 +207,7 @@ class Searcher:
         elif isinstance(side, ImageSide):
             result = await self._embed_images(context, variant, [side.payload], follow_up=find)
         else:
-            vector = cached if cached is not None else self._given_vector(catalog, variant, side)
+            vector = cached if cached is not None else self.given_vector(catalog, variant, side)
             started = time.perf_counter()
             try:
                 page = await run_in_threadpool(find, vector[None, :])
@@ -224,105 +222,23 @@ class Searcher:
         context: RequestContext,
         catalog: Catalog,
         query: SearchQuery,
-        embedded: _Embedded | None = None,
+        embedded: EmbeddedTexts | None = None,
     ) -> Answer:
-        """:meth:`search` with quality levers (:mod:`service.engine.levers`): the target, filter,
-        search parameters, keywords, window and re-rank are checked, then the vectors the
-        search needs are made (the query's in the collection's variant, and in the re-rank's
-        variant), then the legs are searched, fused and re-scored on a worker thread."""
-        levers, side, page = query.levers, query.side, query.page
+        """:meth:`search` with quality levers: everything checked, then the vectors made
+        (:func:`service.engine.lever_queries.plan_lever_search`), then the page made on a
+        worker thread."""
         variant, served = self.target(
-            catalog, query.variant, query.collection, side, query.side_where
+            catalog, query.variant, query.collection, query.side, query.side_where
         )
-        if page.filter is not None:
-            check_filter(page.filter, served.collection, page.where)
-        params = resolve(served.collection, page.override, page.params_where)
-        text = side.text if isinstance(side, TextSide) else None
-        terms, field = keywords(levers, text, served.collection.fields, live=False)
-        if levers.mode == "hybrid" or levers.rerank is not None:
-            levers.depth(page.offset, page.k)
-        other = self._rerank_target(catalog, levers, served, side)
-        vector = None
-        if needs_vector(levers):
-            vector = await self._side_vector(context, catalog, variant, side, embedded)
-        other_vector = None
-        if other is not None:
-            other_vector = await self._side_vector(context, catalog, other[0], side, embedded)
-        inputs = LeverInputs(
-            vector=vector,
-            terms=terms,
-            field=field,
-            other=None if other is None else other[1],
-            other_vector=other_vector,
+        search = await plan_lever_search(
+            self, context, catalog, (variant, served), query, self._faiss_threads, embedded
         )
         started = time.perf_counter()
         try:
-            found = await run_in_threadpool(
-                bundle_page,
-                served,
-                served.lexical,
-                page,
-                levers,
-                inputs,
-                self._faiss_threads,
-                params,
-            )
+            found = await run_in_threadpool(search)
         finally:
             self._record_search(context, served, started, time.perf_counter() - started)
         return Answer.of(variant, served, found)
-
-    @staticmethod
-    def _rerank_target(
-        catalog: Catalog, levers: Levers, served: ServedCollection, side: QuerySide
-    ) -> tuple[ServedVariant, ServedCollection] | None:
-        """The variant and its collection of the same items a re-rank by another variant
-        reads; None for no re-rank or one by the exact stored vectors."""
-        rerank = levers.rerank
-        if rerank is None or rerank.by == "exact" or rerank.variant is None:
-            return None
-        where = f"{levers.where}rerank.variant"
-        other = catalog.variant_named(rerank.variant)
-        if other is None:
-            raise NotFoundError(f"{where}: unknown variant {quoted(rerank.variant)}")
-        if isinstance(side, VectorSide):
-            raise LeverNotApplicableError(
-                f"{where}: a client's vector is in the first variant's space only; re-rank "
-                "by another variant takes a text, an image or an item"
-            )
-        tower = tower_of(side)
-        if tower is not None:
-            catalog.require_tower(other, tower, where)
-        try:
-            other_served = catalog.collection(other, served.name)
-        except DomainError as error:
-            raise LeverNotApplicableError(
-                f"{where}: variant {quoted(other.name)} serves no collection "
-                f"{quoted(served.name)} to re-rank by ({error})"
-            ) from error
-        return other, other_served
-
-    async def _side_vector(
-        self,
-        context: RequestContext,
-        catalog: Catalog,
-        variant: ServedVariant,
-        side: QuerySide,
-        embedded: _Embedded | None = None,
-    ) -> np.ndarray:
-        """The unit vector of ``side`` in ``variant``'s space (embedded — or found in
-        ``embedded`` — stored, or given)."""
-        if isinstance(side, TextSide) and embedded is not None:
-            found = embedded.get((variant.name, side.text))
-            if found is not None:
-                return found
-        if isinstance(side, TextSide):
-            rows = await self.embed_texts(context, variant, [side.text])
-        elif isinstance(side, ImageSide):
-            rows = await self.embed_images(context, variant, [side.payload])
-        else:
-            return self._given_vector(catalog, variant, side)
-        vector: np.ndarray = rows[0]
-        return vector
 
     def _page_search(self, served: ServedCollection, page: PageRequest) -> PageSearch:
         """The search of ``page`` in ``served``, its filter and parameters checked (event loop:
@@ -361,7 +277,7 @@ class Searcher:
                 )
                 find = self._page_search(served, query.page)
                 if isinstance(query.side, ItemSide | VectorSide):
-                    vectors[position] = self._given_vector(catalog, variant, query.side)
+                    vectors[position] = self.given_vector(catalog, variant, query.side)
             except DomainError as error:
                 outcome[position] = error
                 continue
@@ -393,7 +309,7 @@ class Searcher:
         context: RequestContext,
         catalog: Catalog,
         query: SearchQuery,
-        embedded: _Embedded,
+        embedded: EmbeddedTexts,
     ) -> Answer | DomainError:
         """One search of a bulk request on its own (:meth:`search`; a bundle search with levers
         takes its text's vectors from ``embedded``), its domain error in place of its answer;
@@ -413,37 +329,22 @@ class Searcher:
 
     async def _embed_lever_texts(
         self, context: RequestContext, catalog: Catalog, queries: Sequence[SearchQuery]
-    ) -> _Embedded:
-        """The vectors of the text sides of bundle searches with levers, in their collection's
-        variant and their re-rank's: one encoder job per variant, distinct texts once. A search
-        whose target does not resolve, or a batch a text of which has no finite embedding, is
-        left out: its own search then raises its error or embeds its text alone."""
-        texts_of: dict[str, tuple[ServedVariant, list[str]]] = {}
+    ) -> EmbeddedTexts:
+        """The text vectors of the bundle searches with levers among ``queries``
+        (:func:`service.engine.lever_queries.embed_lever_texts`); a search whose target does not
+        resolve is left out (its own search raises its error)."""
+        searches: list[tuple[SearchQuery, ServedVariant, ServedCollection]] = []
         for query in queries:
-            side, levers = query.side, query.levers
-            if levers.plain or not isinstance(side, TextSide) or self.live_entry(query.collection):
+            if query.levers.plain or self.live_entry(query.collection) is not None:
                 continue
             try:
                 variant, served = self.target(
-                    catalog, query.variant, query.collection, side, query.side_where
+                    catalog, query.variant, query.collection, query.side, query.side_where
                 )
-                other = self._rerank_target(catalog, levers, served, side)
             except DomainError:
                 continue
-            wanted = [variant] if needs_vector(levers) else []
-            wanted += [] if other is None else [other[0]]
-            for each in wanted:
-                texts_of.setdefault(each.name, (each, []))[1].append(side.text)
-        embedded: _Embedded = {}
-        for variant, texts in texts_of.values():
-            distinct = list(dict.fromkeys(texts))
-            try:
-                rows = await self.embed_texts(context, variant, distinct)
-            except InvalidQueryError:
-                continue
-            for text, row in zip(distinct, rows, strict=True):
-                embedded[(variant.name, text)] = row
-        return embedded
+            searches.append((query, variant, served))
+        return await embed_lever_texts(self, context, catalog, searches)
 
     async def _encode_many(
         self,
@@ -544,7 +445,7 @@ class Searcher:
         given: dict[int, np.ndarray] = {}
         for index, side in enumerate(sides):
             if isinstance(side, ItemSide | VectorSide):
-                given[index] = self._given_vector(catalog, variant, side, versions)
+                given[index] = self.given_vector(catalog, variant, side, versions)
         context.add_search_ms((time.perf_counter() - started) * 1000.0, started)
 
         first_payload: dict[str | bytes, ImagePayload] = {}
@@ -632,7 +533,7 @@ class Searcher:
 
     # -- stages -----------------------------------------------------------------------------------
 
-    def _given_vector(
+    def given_vector(
         self,
         catalog: Catalog,
         variant: ServedVariant,

@@ -220,9 +220,13 @@ def test_work_already_running_when_the_deadline_passes_still_answers() -> None:
     batcher, _ = make(encoder)
 
     async def scenario() -> EncodeResult:
-        task = asyncio.create_task(batcher.submit([5], time.perf_counter() + 0.1))
+        # A deadline the batch surely starts before, even on a starved machine; then wait
+        # past it while the batch runs.
+        deadline = time.perf_counter() + 2.0
+        task = asyncio.create_task(batcher.submit([5], deadline))
         await wait_until(encoder.entered.is_set)
-        await asyncio.sleep(0.2)  # past the deadline, but the batch has started
+        await asyncio.sleep(max(0.0, deadline - time.perf_counter()) + 0.05)
+        assert time.perf_counter() > deadline
         encoder.gate.set()
         return await task
 

@@ -265,6 +265,20 @@ def test_best_of_no_hits() -> None:
     assert (rows.tolist(), scores.tolist(), count) == ([], [], 0)
 
 
+def test_the_all_alive_mask_is_kept_until_rows_are_appended() -> None:
+    index = _index(["a b", "b", None])
+    with index.lock:
+        mask = index.all_alive()
+        assert mask.tolist() == [True, True, True]
+        assert not mask.flags.writeable
+        assert index.all_alive() is mask
+        assert index.score(["b"], mask).rows.tolist() == index.score(["b"], _all(3)).rows.tolist()
+        index.append(["c"])
+        grown = index.all_alive()
+    assert grown is not mask
+    assert grown.tolist() == [True] * 4
+
+
 # -- indexes per owner -----------------------------------------------------------------------
 
 
