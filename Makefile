@@ -153,7 +153,7 @@ variant-mpnet: $(MPNET)/variant.json ## export all-mpnet-base-v2 (opt-in: instal
 
 demo-model: scenes ## train the scenes dual encoder into models/ (same seed → same model)
 	$(PY) -m training train --data $(SCENES_DATA) --out $(SCENES_MODEL) --seed $(SEED) \
-	    --loss t2t_i2t --epochs 14 --learning-rate 0.003 --threads 1 --force
+	    --loss t2t_i2t --epochs 30 --learning-rate 0.003 --threads 1 --force
 
 # `make demo` makes its steps DEMO_JOBS at a time (the exports, the embeddings and the scenes split
 # side by side), says when each phase starts and ends, and prints every phase's wall time at the
