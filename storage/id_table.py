@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 
 class DuplicateIdError(ValueError):
@@ -98,6 +99,24 @@ class IdTable(Sequence[str]):
         )
 
     __hash__ = None  # type: ignore[assignment]  # equal to lists, so unhashable like them
+
+    def ids_of(self, rows: npt.ArrayLike) -> list[str]:
+        """The ids of ``rows`` (an array of non-negative rows), in their order: one numpy
+        gather of the rows' ends, then a slice of the bytes each (a search's hits, a page of a
+        million-row collection, at a fraction of ``table[row]`` one by one). Raises
+        :class:`IndexError` on a row outside ``0..len-1``."""
+        wanted = np.asarray(rows, dtype=np.int64).reshape(-1)
+        if len(wanted) == 0:
+            return []
+        if int(wanted.min()) < 0 or int(wanted.max()) >= len(self):
+            raise IndexError(f"rows {int(wanted.min())}..{int(wanted.max())} of {len(self)}")
+        ends = self._ends[wanted]
+        starts = np.where(wanted > 0, self._ends[wanted - 1], 0)
+        blob = self._blob
+        return [
+            blob[start:end].decode("utf-8")
+            for start, end in zip(starts.tolist(), ends.tolist(), strict=True)
+        ]
 
     def row(self, item_id: str) -> int | None:
         """The row of ``item_id``, or None when no row has it."""

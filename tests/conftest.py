@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from service import ast_parse_lock
 from tests.fakes.tiny_data import TinyDataset, write_tiny_dataset
+
+# The tests run the app's threads beside hypothesis and pytest, which parse source too: one
+# parse at a time, as in the service (cpython#106905, service/ast_parse_lock.py).
+ast_parse_lock.install()
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TESTS_ROOT = Path(__file__).resolve().parent

@@ -141,6 +141,7 @@ def search_body(
     collection: str,
     k: int,
     *,
+    offset: int = 0,
     exclude: Sequence[str] | None = None,
     variant: str | None = None,
     include_metadata: bool = True,
@@ -152,6 +153,7 @@ def search_body(
         query: a query side (:mod:`benchmarks.drivers.query_sides`).
         collection: the target collection (``"captions"``, ``"images"``).
         k: number of results (1..the service's ``max_k``).
+        offset: skip this many best results (the page holds ranks ``offset+1..offset+k``).
         exclude: ids removed from the ranking.
         variant: encoder variant; the service default when ``None``.
         include_metadata: ask for each hit's metadata; evaluation replays turn it off since
@@ -160,6 +162,8 @@ def search_body(
             ``fusion``, ``window``, ``rerank``, ``search_params``); none of the above.
     """
     body: JsonObject = {"query": query, "collection": collection, "k": k}
+    if offset:
+        body["offset"] = offset
     if not include_metadata:
         body["include_metadata"] = False
     if exclude:
@@ -167,7 +171,7 @@ def search_body(
     if variant is not None:
         body["variant"] = variant
     if fields:
-        clash = sorted(set(fields) & {*body, "exclude", "variant", "include_metadata"})
+        clash = sorted(set(fields) & {*body, "offset", "exclude", "variant", "include_metadata"})
         if clash:
             raise ValueError(f"search fields {clash} are set by their own arguments")
         body.update(fields)

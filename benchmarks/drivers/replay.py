@@ -116,6 +116,10 @@ class RetrievalReplay:
     top_scores: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
 
+DEEPEN_AT = 100
+"""Where a retrieval replay's second page ends (its first ends at ``probe_k``, its last at
+``k``): most queries the probe misses have a positive above it."""
+
 BULK_BODY_BYTES = 16 * 2**20
 """Most JSON bytes of one bulk search request: half the service's default
 ``max_bulk_body_bytes`` (uploaded query images make bodies large)."""
@@ -176,10 +180,12 @@ async def replay_retrieval(
     image uploads and :data:`BULK_BODY_BYTES` bytes; a search the service refuses fails the
     replay with its :class:`ServiceError`, naming the query.
 
-    Each query is first asked for ``probe_k`` results and asked again for ``k`` only when some
-    task's first positive is not among them. The service's order (score descending, then bundle
-    row) makes the top ``probe_k`` a prefix of the top ``k``, so the ranks are those of one
-    search at ``k``; most queries of a useful encoder then cost a tenth of the response bytes.
+    Each query is first asked for its top ``probe_k`` results; a query for which some task's
+    first positive is not among them is asked for the next page (``offset``) down to
+    :data:`DEEPEN_AT`, then, still missing one, for the page down to ``k``. The service's order
+    (score descending, then bundle row) makes each page continue the ones above it, so the
+    ranks are those of one search at ``k``, at a fraction of the results sent: most queries of
+    a useful encoder find their positives in the first few.
 
     Args:
         client: an open client.
@@ -193,7 +199,7 @@ async def replay_retrieval(
         show_progress: draw a tqdm bar on stderr.
         collection: the service's name of the target collection, when it differs from the
             tasks' ``target_collection`` (``"captions"`` / ``"images"``).
-        probe_k: results asked for first (clamped to ``k``).
+        probe_k: results asked for first (clamped to ``k``; at least ``keep_top``).
         keep_top: keep each query's first ``keep_top`` result ids (≤ ``k``; the first request
             asks for at least that many).
         fields: more fields of every search (``mode``, ``window``, ``rerank``, ...; see
@@ -215,11 +221,12 @@ async def replay_retrieval(
     served_by = ServedBy()
     counters = {"exclude": 0, "order": 0, "deepened": 0}
 
-    def body(query: str, depth: int) -> JsonObject:
+    def body(query: str, depth: int, offset: int = 0) -> JsonObject:
         return search_body(
             query_of(query),
             collection or first.target_collection,
-            depth,
+            depth - offset,
+            offset=offset,
             exclude=[query] if first.exclude_query else None,
             variant=variant,
             include_metadata=False,
@@ -229,14 +236,15 @@ async def replay_retrieval(
     def cost(search: JsonObject) -> tuple[int, int, int]:
         return 1, "image" in search["query"], len(json.dumps(search))
 
-    def bulks(chunk: Sequence[str], depth: int) -> list[list[str]]:
+    def bulks(chunk: Sequence[str], depth: int, offset: int = 0) -> list[list[str]]:
         # bodies are built twice (measured here, sent later): uploads never pile up in memory
-        costs = [cost(body(query, depth)) for query in chunk]
+        costs = [cost(body(query, depth, offset)) for query in chunk]
         budgets = (bulk_size, max_uploads, BULK_BODY_BYTES)
         return [[chunk[index] for index in part] for part in cut_requests(costs, budgets)]
 
-    async def ask_at(bulk: list[str], depth: int) -> dict[str, Ranked]:
-        answers = await client.search_bulk([body(query, depth) for query in bulk])
+    async def ask_at(bulk: list[str], depth: int, offset: int = 0) -> dict[str, Ranked]:
+        """Each query's ranks (counted from the top) in its results ``offset+1..depth``."""
+        answers = await client.search_bulk([body(query, depth, offset) for query in bulk])
         ranked: dict[str, Ranked] = {}
         for query, answer in zip(bulk, answers, strict=True):
             if isinstance(answer, ServiceError):
@@ -255,24 +263,31 @@ async def replay_retrieval(
                 counters["exclude"] += 1
             if any(later > earlier for earlier, later in pairwise(answer.scores)):
                 counters["order"] += 1
-            ids = answer.ids[:depth]
+            ids = answer.ids[: depth - offset]
+            ranks = first_ranks_of(tasks, query, ids)
             ranked[query] = (
-                first_ranks_of(tasks, query, ids),
+                {name: None if rank is None else offset + rank for name, rank in ranks.items()},
                 tuple(ids[:keep_top]),
                 tuple(float(score) for score in answer.scores[: min(keep_top, len(ids))]),
             )
         return ranked
 
     first_depth = min(max(probe_k, keep_top), k)
+    depths = [first_depth, *(depth for depth in (DEEPEN_AT,) if first_depth < depth < k)]
+    depths += [k] if first_depth < k else []
 
     async def ask(bulk: list[str]) -> list[Ranked]:
         ranked = await ask_at(bulk, first_depth)
-        if first_depth < k:
+        for above, depth in pairwise(depths):
             missed = [query for query in bulk if None in ranked[query][0].values()]
             counters["deepened"] += len(missed)
-            for deeper in bulks(missed, k):
-                for query, (ranks, _, _) in (await ask_at(deeper, k)).items():
-                    ranked[query] = ranks, ranked[query][1], ranked[query][2]
+            for deeper in bulks(missed, depth, above):
+                for query, (ranks, _, _) in (await ask_at(deeper, depth, above)).items():
+                    found = {
+                        name: rank if rank is not None else ranks.get(name)
+                        for name, rank in ranked[query][0].items()
+                    }
+                    ranked[query] = found, ranked[query][1], ranked[query][2]
         return [ranked[query] for query in bulk]
 
     names = ", ".join(task.name for task in tasks)
@@ -283,7 +298,11 @@ async def replay_retrieval(
     ranked = [entry for bulk in answers for entry in bulk]
     rank_of = {query: ranks for query, (ranks, _, _) in zip(queries, ranked, strict=True)}
     logger.info(
-        "%s: %d queries, %d asked again at k=%d", names, len(queries), counters["deepened"], k
+        "%s: %d queries, %d pages asked deeper (down to %s)",
+        names,
+        len(queries),
+        counters["deepened"],
+        ", ".join(map(str, depths[1:])) or "-",
     )
     if counters["exclude"]:
         logger.warning("%d answers contained their excluded query id", counters["exclude"])

@@ -38,8 +38,7 @@ their bundle was written and hashed).
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import faiss
 import numpy as np
@@ -52,12 +51,14 @@ from service.engine.search_params import (
     faiss_parameters,
 )
 from storage.columns import Mask
+from storage.id_table import IdTable
 from storage.reader import LoadedCollection
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One search result: ``rank`` is 1-based, ``score`` the inner product (cosine)."""
+class SearchHit(NamedTuple):
+    """One search result: ``rank`` is 1-based, ``score`` the inner product (cosine). A named
+    tuple rather than a frozen dataclass: as immutable, and made five times faster (a bulk
+    request of 3,000 searches at k = 1,000 makes three million)."""
 
     rank: int
     row: int
@@ -317,10 +318,12 @@ def _hits(
     collection: LoadedCollection, scores: np.ndarray, rows: np.ndarray, offset: int
 ) -> list[SearchHit]:
     ids, metadata = collection.ids, collection.metadata
+    row_list = rows.tolist()
+    item_ids = ids.ids_of(rows) if isinstance(ids, IdTable) else [ids[row] for row in row_list]
     return [
-        SearchHit(rank=rank, row=row, item_id=ids[row], score=score, metadata=metadata[row])
-        for rank, (score, row) in enumerate(
-            zip(scores.tolist(), rows.tolist(), strict=True), start=offset + 1
+        SearchHit(rank, row, item_id, score, metadata[row])
+        for rank, (row, item_id, score) in enumerate(
+            zip(row_list, item_ids, scores.tolist(), strict=True), start=offset + 1
         )
     ]
 

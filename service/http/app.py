@@ -15,6 +15,7 @@ from fastapi.routing import APIRoute
 from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
+from service import ast_parse_lock
 from service.engine.catalog import Catalog, VariantEncoders
 from service.engine.live_collections import LiveCollections
 from service.http.auth import ApiKeyMiddleware, KeyRing
@@ -159,6 +160,7 @@ def create_app(
     (:mod:`service.telemetry.tracing`: a provider of this process's own), exporting to
     ``span_exporter`` when one is given (tests), else over OTLP/HTTP.
     """
+    ast_parse_lock.install()  # the app's threads parse .npy headers (see the module)
     layout = layout or ProcessLayout()
     state = ServiceState(
         settings=settings,

@@ -1,9 +1,10 @@
-"""What every server process sets up before it serves: its logging, the signals that stop it
-and the open files its connections need (a single server, each worker of several, and their
-supervisor alike)."""
+"""What every server process sets up before it serves: its logging, the signals that stop it,
+its garbage collector and the open files its connections need (a single server, each worker of
+several, and their supervisor alike)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import resource
 import signal
@@ -34,6 +35,14 @@ def configure_logging(level: str, access_log_format: AccessLogFormat = "text") -
         force=True,
     )
     use_access_log_format(access_log_format, sys.stderr)
+
+
+def tune_garbage_collector(young_threshold: int) -> tuple[int, int, int]:
+    """Collect Python's youngest generation every ``young_threshold`` net allocations (the
+    older generations keep their thresholds); returns the thresholds now in force."""
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(young_threshold, middle, oldest)
+    return gc.get_threshold()
 
 
 def allow_open_files(max_connections: int) -> int:

@@ -34,7 +34,12 @@ from service.http.protocol import ClientLimits, guarded_protocol
 from service.lifecycle.state import STATE_ATTRIBUTE, ServiceState
 from service.metrics import ServiceMetrics
 from service.process_layout import ProcessLayout
-from service.runtime.process_setup import HANDLED_SIGNALS, allow_open_files, configure_logging
+from service.runtime.process_setup import (
+    HANDLED_SIGNALS,
+    allow_open_files,
+    configure_logging,
+    tune_garbage_collector,
+)
 from service.runtime.process_threads import tune_process_threads
 from service.settings import Settings
 
@@ -144,6 +149,7 @@ def run_server(
     tune_process_threads(
         settings.blas_threads, settings.gil_switch_interval_ms, settings.tokenizer_parallelism
     )
+    tune_garbage_collector(settings.gc_young_threshold)
     app = create_app(settings, layout=layout)
     state = getattr(app.state, STATE_ATTRIBUTE)
     assert isinstance(state, ServiceState)

@@ -94,6 +94,19 @@ class ProcessSettings(BaseModel):
             "Python's own default is 5."
         ),
     )
+    gc_young_threshold: int = Field(
+        default=5000,
+        ge=100,
+        le=1_000_000,
+        description=(
+            "Allocations, less deallocations, between two collections of Python's youngest "
+            "object generation in each server process (the first value of gc.set_threshold; "
+            "Python's own default is 700), set once when it starts. A bulk search makes "
+            "millions of short-lived result objects, and each collection also walks the ones "
+            "still held: higher runs the collector less often; reference cycles are freed a "
+            "little later."
+        ),
+    )
     tokenizer_parallelism: bool = Field(
         default=False,
         description=(

@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 import schemathesis
 
-# Imported at collection, in the main thread, rather than lazily inside from_asgi below: pytest
-# rewrites schemathesis (a plugin) through ast.parse, and CPython 3.11.7 keeps the AST
-# constructor's recursion depth in interpreter-wide state (python/cpython#106905), so a parse
-# while another thread builds an AST can fail with "SystemError: AST constructor recursion depth
-# mismatch", as this module's fixture once did in CI.
+# Imported at collection rather than lazily inside from_asgi below. Parses from several threads
+# (pytest rewriting this plugin, hypothesis describing its lambdas, the app's threads reading
+# .npy headers) once failed here in CI with "AST constructor recursion depth mismatch"
+# (cpython#106905); service/ast_parse_lock.py, installed by the app and tests/conftest.py, now
+# lets one parse run at a time.
 import schemathesis.specs.openapi.schemas
 from fastapi import FastAPI
 from hypothesis import HealthCheck, given, seed, settings

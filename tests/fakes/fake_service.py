@@ -165,6 +165,9 @@ class FakeService:
         k = body.get("k")
         if not isinstance(k, int) or not 1 <= k <= self.max_k:
             return _error(422, "invalid_input", f"k must be in 1..{self.max_k}")
+        offset = body.get("offset", 0)
+        if not isinstance(offset, int) or offset < 0:
+            return _error(422, "invalid_input", "offset must be a non-negative integer")
         entries = self._collection(body.get("collection"))
         if entries is None:
             return _error(404, "not_found", "unknown collection")
@@ -181,7 +184,9 @@ class FakeService:
         scored.sort(key=lambda entry: (entry[0], entry[1]))
         results = [
             {"id": identifier, "score": -negative, "rank": rank, "metadata": {}}
-            for rank, (negative, _, identifier) in enumerate(scored[:k], start=1)
+            for rank, (negative, _, identifier) in enumerate(
+                scored[offset : offset + k], start=offset + 1
+            )
         ]
         return httpx.Response(
             200,

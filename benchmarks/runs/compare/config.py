@@ -198,7 +198,7 @@ class CompareConfig:
             "image collection (captions)",
         ),
     )
-    probe_k: int = 100
+    probe_k: int = 20
     replay_concurrency: int = 8
     bulk_size: int = field(
         default=BULK_SIZE,

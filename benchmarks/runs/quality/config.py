@@ -61,7 +61,8 @@ class QualityRunConfig:
         k: results asked for per retrieval query (≤ the service's ``max_k``; clipped to the
             target collection's size).
         probe_k: results asked for first per retrieval query; a query with no positive among
-            them (for some task) is asked again at ``k`` (same ranks, far fewer bytes).
+            them (for some task) is asked for the next page, down to 100, then down to ``k``
+            (same ranks, far fewer results sent).
         limit_queries: use only each retrieval task's first N queries; all when ``None``.
         replay_concurrency: requests in flight during the quality replays (fewer bulk searches
             and score batches: see their phases).
@@ -171,12 +172,12 @@ class QualityRunConfig:
         ),
     )
     probe_k: int = field(
-        default=100,
+        default=20,
         metadata=option(
             "--probe-k",
             parse=positive_int,
             help="results asked for first; a query with no positive among them is asked "
-            "again at --k (100)",
+            "for the next page, down to 100, then down to --k (20)",
         ),
     )
     limit_queries: int | None = field(

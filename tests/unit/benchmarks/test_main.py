@@ -65,7 +65,7 @@ DEFAULTS = {
             "value",
         ),
         "--k": ("k", 1000, "value"),
-        "--probe-k": ("probe_k", 100, "value"),
+        "--probe-k": ("probe_k", 20, "value"),
         "--limit-queries": ("limit_queries", None, "value"),
         "--replay-concurrency": ("replay_concurrency", 8, "value"),
         "--bulk-size": ("bulk_size", 256, "value"),

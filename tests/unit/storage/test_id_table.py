@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pytest
 
 import storage.id_table as id_table
 from storage.id_table import DuplicateIdError, IdTable
 
 IDS = ["COCO_val2014:sentid:1", "img/ü-ö.png", "", "a" * 300, "COCO_val2014:sentid:10"]
+
+
+def test_the_ids_of_many_rows_are_those_of_each_row() -> None:
+    table = IdTable(IDS)
+    rows = np.random.default_rng(3).integers(0, len(IDS), size=200)
+    assert table.ids_of(rows) == [table[int(row)] for row in rows]
+    assert table.ids_of(np.array([0, 2, 1], dtype=np.int32)) == [IDS[0], "", IDS[1]]
+    assert table.ids_of([]) == []
+    for outside in ([len(IDS)], [0, -1]):
+        with pytest.raises(IndexError):
+            table.ids_of(outside)
 
 
 def test_rows_and_ids_round_trip() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.drivers import replay
 from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError
 from benchmarks.drivers.query_sides import (
     ImageFile,
@@ -79,6 +80,29 @@ def test_bulk_replays_give_the_ranks_of_single_searches_whatever_the_bulk_size(
         assert any(searches[0]["k"] > 5 for searches in bulks)  # some asked again, deeper
         assert all(not search["include_metadata"] for searches in bulks for search in searches)
     assert single.served_by.bundle_versions == {"20260101T000000Z"}
+
+
+def test_pages_down_the_ladder_give_the_ranks_of_one_search_at_k(
+    tiny: TinyDataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reference: one search per query at k. Then a probe of 2, the next page down to a
+    # middle depth of 6, the last down to k; the ranks, kept ids and scores must be the same.
+    count = len(tiny.captions)
+    one_search = _replay(FakeService(tiny.captions), tiny, probe_k=count, keep_top=2)
+    monkeypatch.setattr(replay, "DEEPEN_AT", 6)
+    service = FakeService(tiny.captions)
+    paged = _replay(service, tiny, probe_k=2, keep_top=2)
+    assert paged == one_search
+    asked = [
+        (search.get("offset", 0), search["k"])
+        for _, path, body in service.requests
+        if path.endswith("bulk")
+        for search in body["searches"]
+    ]
+    assert set(asked) == {(0, 2), (2, 4), (6, count - 6)}
+    probes, middle, last = (asked.count(page) for page in ((0, 2), (2, 4), (6, count - 6)))
+    assert probes > middle > last > 0  # each page goes to the queries the one above missed
+    assert one_search.first_ranks != {}
 
 
 def test_a_refused_search_fails_the_replay_naming_its_query(tiny: TinyDataset) -> None:

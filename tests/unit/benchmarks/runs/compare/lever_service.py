@@ -68,7 +68,7 @@ class LeverService:
             else self.base.variants[variant].service
         )
         plain = {key: value for key, value in search.items() if key in ("query", "collection")}
-        plain |= {key: search[key] for key in ("k", "exclude") if key in search}
+        plain |= {key: search[key] for key in ("k", "offset", "exclude") if key in search}
         answer = service.handle(httpx.Request("POST", "http://fake/v1/search", json=plain))
         if answer.status_code != 200:
             return {"status": answer.status_code, "error": answer.json()["error"]}

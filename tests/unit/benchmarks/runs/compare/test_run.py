@@ -166,7 +166,7 @@ def test_the_variants_path_sends_and_reports_what_it_always_did(tiny: TinyDatase
     service = two_variants(tiny)
     config = config_for(tiny, rounds=1, concurrency_levels=(1,), tasks=("t2t", "sts"))
     report = asyncio.run(run_compare(config, transport=service.transport())).report
-    allowed = {"query", "collection", "k", "exclude", "variant", "include_metadata"}
+    allowed = {"query", "collection", "k", "offset", "exclude", "variant", "include_metadata"}
     assert service.searches
     assert all(set(body) <= allowed for _, body in service.searches)
     assert list(report) == [

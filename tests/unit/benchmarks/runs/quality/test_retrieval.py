@@ -53,12 +53,14 @@ def test_probing_shallow_first_gives_the_ranks_of_one_deep_search(
     expected = expected_retrieval(tiny, k=count)
     for name in ("t2t", "t2t_cocaptions"):
         assert report["tasks"][name] == expected[name]
-    asked = [body["k"] for body in searches_of(service)]
+    asked = [(body.get("offset", 0), body["k"]) for body in searches_of(service)]
     queries = len(t2t_task(tiny.sts, tiny.captions).queries)
-    # every query is probed once; only those with a positive beyond the probe are asked again
-    assert asked.count(probe_k) == queries
-    deep = asked.count(count)
+    # every query is probed once; only those with a positive beyond the probe are asked for
+    # the rest, as the next page (the collection is smaller than the replay's second depth)
+    assert asked.count((0, probe_k)) == queries
+    deep = asked.count((probe_k, count - probe_k))
     assert 0 < deep < queries
+    assert len(asked) == queries + deep
     assert report["settings"]["probe_k"] == probe_k
 
 

@@ -94,9 +94,11 @@ def expected_retrieval(tiny: TinyDataset, k: int) -> dict[str, dict[str, object]
 @pytest.mark.slow  # over a second: the fast lane leaves it to `make test`
 def test_report_matches_in_memory_oracle(tiny: TinyDataset, tmp_path: Path) -> None:
     service = FakeService(tiny.captions, not_ready_polls=2, overloaded_searches=2)
-    run = asyncio.run(run_quality(text_config(tiny), transport=service.transport()))
-    report = run.report
     count = len(tiny.captions)
+    # probe_k at k: one search per query (the probe and its deeper pages are tested apart)
+    config = text_config(tiny, probe_k=count)
+    run = asyncio.run(run_quality(config, transport=service.transport()))
+    report = run.report
 
     assert report["dataset"] == "coco-karpathy"
     assert report["split"] == "val"
