@@ -45,11 +45,16 @@ def _build(args: argparse.Namespace) -> int:
         corpus, manifest.towers, variant=manifest.name, collection=options.collection
     )
     towers = {plan.tower for plan in plans}  # load only the towers the build uses
+    threads = args.intra_op_threads
     text_encoder = (
-        OnnxTextEncoder(args.variant, providers=args.providers) if "text" in towers else None
+        OnnxTextEncoder(args.variant, providers=args.providers, intra_op_threads=threads)
+        if "text" in towers
+        else None
     )
     image_encoder = (
-        OnnxImageEncoder(args.variant, providers=args.providers) if "image" in towers else None
+        OnnxImageEncoder(args.variant, providers=args.providers, intra_op_threads=threads)
+        if "image" in towers
+        else None
     )
     result = ingest(
         corpus,

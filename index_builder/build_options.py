@@ -69,6 +69,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def non_negative_int(text: str) -> int:
+    """``argparse`` type: an integer of at least 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return value
+
+
 def _byte_size(text: str) -> int:
     try:
         return parse_byte_size(text)
@@ -149,6 +160,13 @@ def add_build_arguments(
         "--limit", type=limit_type, default=None, help="use only the first N records"
     )
     build.add_argument("--providers", choices=["auto", "cpu", "cuda"], default="auto")
+    build.add_argument(
+        "--intra-op-threads",
+        type=non_negative_int,
+        default=0,
+        help="onnxruntime threads of each encoder (0 = one per core); 1 leaves the other "
+        "cores to builds running beside it",
+    )
     build.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 

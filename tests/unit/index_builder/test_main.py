@@ -24,7 +24,8 @@ def test_build_then_verify(
         "build", "--variant", str(tmp_path / "tiny"),
         "--captions", str(captions_path(tiny_corpus, "val")),
         "--bundles-root", str(tmp_path / "bundles"), "--name", "tiny-captions",
-        "--version", "v1", "--limit", "4", "--providers", "cpu", "--no-progress",
+        "--version", "v1", "--limit", "4", "--providers", "cpu", "--intra-op-threads", "1",
+        "--no-progress",
     ]  # fmt: skip
     assert main(argv) == 0
     version_dir = tmp_path / "bundles" / "tiny-captions" / "v1"
@@ -312,3 +313,16 @@ def test_an_index_too_big_for_the_corpus_is_refused_with_the_reason(
     assert main([*argv, "--index", "ivf-flat", "--nlist", "4"]) == 1
     assert "error: nlist=4 needs at least 39·4 = 156 rows to train" in capsys.readouterr().err
     assert not (tmp_path / "bundles" / "My-Shop" / "v1").exists()
+
+
+def test_a_negative_thread_count_is_refused_before_anything_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "build", "--variant", str(tmp_path / "absent"), "--captions", str(tmp_path / "absent.csv"),
+        "--name", "tiny", "--intra-op-threads", "-1",
+    ]  # fmt: skip
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    assert "--intra-op-threads: -1 is negative" in capsys.readouterr().err
