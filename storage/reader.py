@@ -9,7 +9,7 @@ thumbnails. :func:`resolve_current` follows a bundle's ``CURRENT`` pointer.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -42,7 +42,7 @@ class LoadedCollection:
 
     name: str
     index: Any
-    ids: Sequence[str]
+    ids: IdTable
     row_of: Mapping[str, int]
     metadata: list[Mapping[str, object]]
     vectors: np.ndarray

@@ -51,7 +51,6 @@ from service.engine.search_params import (
     faiss_parameters,
 )
 from storage.columns import Mask
-from storage.id_table import IdTable
 from storage.reader import LoadedCollection
 
 
@@ -317,13 +316,12 @@ def _ranked(
 def _hits(
     collection: LoadedCollection, scores: np.ndarray, rows: np.ndarray, offset: int
 ) -> list[SearchHit]:
-    ids, metadata = collection.ids, collection.metadata
-    row_list = rows.tolist()
-    item_ids = ids.ids_of(rows) if isinstance(ids, IdTable) else [ids[row] for row in row_list]
+    metadata = collection.metadata
     return [
         SearchHit(rank, row, item_id, score, metadata[row])
         for rank, (row, item_id, score) in enumerate(
-            zip(row_list, item_ids, scores.tolist(), strict=True), start=offset + 1
+            zip(rows.tolist(), collection.ids.ids_of(rows), scores.tolist(), strict=True),
+            start=offset + 1,
         )
     ]
 

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from service.engine.catalog import ServedCollection
+from storage.id_table import IdTable
 from storage.index_files import build_index
 from storage.reader import LoadedCollection
 
@@ -48,7 +49,7 @@ def served_index(
     collection = LoadedCollection(
         name=name,
         index=index,
-        ids=ids,
+        ids=IdTable(ids),
         row_of={item: row for row, item in enumerate(ids)},
         metadata=[{"row": row, "even": row % 2 == 0} for row in range(len(vectors))],
         vectors=vectors,

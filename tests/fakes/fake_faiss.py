@@ -14,6 +14,7 @@ import numpy.typing as npt
 
 from service.engine.catalog import ServedCollection
 from service.engine.exact_scan import ExactScan
+from storage.id_table import IdTable
 from storage.reader import LoadedCollection
 
 
@@ -138,7 +139,7 @@ def served_with(
     collection = LoadedCollection(
         name="captions",
         index=index,
-        ids=ids,
+        ids=IdTable(ids),
         row_of={item: row for row, item in enumerate(ids)},
         metadata=[{"row": row} for row in range(len(vectors))],
         vectors=vectors,

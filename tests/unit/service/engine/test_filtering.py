@@ -24,6 +24,7 @@ from service.engine.filtering import check_filter, filter_mask
 from service.engine.knn import nearest
 from service.exceptions import InvalidQueryError
 from storage.columns import build_columns, infer_fields
+from storage.id_table import IdTable
 from storage.reader import LoadedCollection
 
 DIM = 8
@@ -55,7 +56,7 @@ def served(vectors: np.ndarray, metadata: list[dict[str, Any]], index: Any) -> S
     collection = LoadedCollection(
         name="items",
         index=index,
-        ids=ids,
+        ids=IdTable(ids),
         row_of={item: row for row, item in enumerate(ids)},
         metadata=metadata,
         vectors=vectors,
