@@ -49,7 +49,8 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from benchmarks.drivers.http_client import ServiceError, ServiceNotReadyError
+import crisscross_client
+from benchmarks.drivers.http_client import ServiceNotReadyError
 from benchmarks.report.writers import (
     write_compare_outputs,
     write_hostile_outputs,
@@ -214,7 +215,7 @@ def _run_and_report(
     try:
         run = asyncio.run(job)
     except (
-        ServiceError,
+        crisscross_client.CrisscrossError,
         ServiceNotReadyError,
         BenchmarkSetupError,
         ValueError,

@@ -31,7 +31,7 @@ from index_builder.build_options import (
     positive_int,
 )
 from index_builder.field_schema import CorpusError
-from index_builder.index_plan import IndexPlanError, IndexSpec
+from storage.index_plan import IndexPlanError, IndexSpec
 from storage.manifest import BundleError
 
 

@@ -36,7 +36,7 @@ from cluster.router_settings import RouterSettings
 from cluster.shard_router import ShardRouter, ShardsUnavailableError
 from cluster.shard_split import ShardMap
 from encoders.protocols import TextEncoderProtocol
-from service.engine.query import normalised_query_vector
+from service.engine.query.query import normalised_query_vector
 from service.http.errors import ErrorCode, ServiceError, install_error_handlers
 from service.http.limits import check_page_limits, text_too_long
 from service.http.middleware import (

@@ -1,4 +1,5 @@
-"""One shard's search: its bundle loaded and verified, answered with :mod:`service.engine.knn`.
+"""One shard's search: its bundle loaded and verified, answered with
+:mod:`service.engine.collection.knn`.
 
 What a shard answers per query is its own top ``depth`` under the tie rule (score descending,
 then row ascending) with *global* rows (``row_offset`` + local row): the same scores, from the
@@ -19,9 +20,9 @@ import numpy as np
 
 from cluster.shard_split import ShardEntry
 from formats.hashing import sha256_file
-from service.engine.catalog import ServedCollection
-from service.engine.exact_scan import ExactScan
-from service.engine.knn import nearest_many
+from service.engine.collection.catalog import ServedCollection
+from service.engine.collection.knn import nearest_many
+from service.engine.rank.exact_scan import ExactScan
 from storage.layout import MANIFEST_FILE
 from storage.manifest import BundleError
 from storage.reader import load_bundle

@@ -28,9 +28,9 @@ from index_builder.build_options import (
     input_kind,
 )
 from index_builder.field_schema import CorpusError
-from index_builder.index_plan import IndexPlanError
 from index_builder.ingest import ingest
 from index_builder.preconditions import plan_collections
+from storage.index_plan import IndexPlanError
 from storage.layout import CURRENT_FILE
 from storage.manifest import BundleError, verify_bundle
 from storage.reader import resolve_current

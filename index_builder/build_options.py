@@ -19,9 +19,9 @@ from index_builder.bad_item_policy import OnError
 from index_builder.corpus import Corpus, ImageFolderCorpus, ImageTable, KarpathyCaptions, TextTable
 from index_builder.embed import BUILD_IMAGE_LIMITS
 from index_builder.field_schema import CorpusError
-from index_builder.index_plan import INDEX_KINDS, IndexPlanError, IndexSpec, parse_byte_size
 from index_builder.ingest import IngestOptions
 from index_builder.preconditions import CAPTIONS_COLLECTION, default_collection_name
+from storage.index_plan import INDEX_KINDS, IndexPlanError, IndexSpec, parse_byte_size
 
 INPUT_KINDS = ("captions", "texts", "images", "image_table")
 """The input options, as ``argparse`` dests; a build takes exactly one."""

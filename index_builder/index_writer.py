@@ -1,4 +1,4 @@
-"""Writing a collection's faiss index as an :class:`~index_builder.index_plan.IndexSpec` asks:
+"""Writing a collection's faiss index as an :class:`~storage.index_plan.IndexSpec` asks:
 plan it, build it (in memory, or IVF lists merged on disk), tune it to the target recall.
 :class:`PlannedIndex` is the bundle writer's :class:`~storage.writer.IndexWriter` for it.
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from index_builder.index_plan import IndexSpec, plan_index
 from index_builder.ivf_merge import write_ivf_from_parts
 from storage.index_files import trained_empty_index, write_index
+from storage.index_plan import IndexSpec, plan_index
 from storage.index_tuning import tune_index
 from storage.layout import index_file
 from storage.writer import FactoryIndex, IndexWriter, WrittenIndex
@@ -60,7 +60,7 @@ class PlannedIndex:
         ``<collection>.ivfdata`` on disk); what the manifest records of it.
 
         ``vectors`` are the collection's float32 L2-normalised rows. Raises
-        :class:`~index_builder.index_plan.IndexPlanError` for a spec this collection cannot
+        :class:`~storage.index_plan.IndexPlanError` for a spec this collection cannot
         have.
         """
         return _write_planned(folder, collection, vectors, self.spec)

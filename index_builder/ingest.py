@@ -47,12 +47,12 @@ from index_builder.corpus import Corpus, corpus_inputs, corpus_kind
 from index_builder.embed import BUILD_IMAGE_LIMITS, embed_images, embed_texts
 from index_builder.field_schema import FieldSchema
 from index_builder.image_checks import checked_images, image_problem
-from index_builder.index_plan import IndexSpec
 from index_builder.index_writer import index_writer
 from index_builder.items import BadItem, ImageItem, TextItem
 from index_builder.preconditions import CollectionPlan, encoder_variant, plan_collections
 from index_builder.readers import read_collection
 from index_builder.record_typing import stored_fields
+from storage.index_plan import IndexSpec
 from storage.writer import CollectionInput, write_bundle
 
 logger = logging.getLogger(__name__)
@@ -119,7 +119,7 @@ def ingest(
     Raises :class:`~index_builder.bad_item_policy.BuildRefusedError` (bad items under
     ``refuse``, or a collection left empty), :class:`~index_builder.field_schema.CorpusError`
     (inputs unusable as a whole), ``formats.errors.FormatError`` (a file of no readable format),
-    ``storage.manifest.BundleError`` or ``index_builder.index_plan.IndexPlanError`` (an index
+    ``storage.manifest.BundleError`` or ``storage.index_plan.IndexPlanError`` (an index
     the collection cannot have); nothing is written then.
     """
     variant = encoder_variant(text_encoder, image_encoder)

@@ -4,10 +4,11 @@ What a ``POST /v1/search`` text query costs at its core, done by the service's o
 process and nothing around it:
 
 - the bundle is loaded with :func:`storage.reader.load_bundle` and its collection served as
-  ``service/lifecycle/loading.py`` serves it: a :class:`service.engine.catalog.ServedCollection`
+  ``service/lifecycle/loading.py`` serves it: a
+  :class:`service.engine.collection.catalog.ServedCollection`
   with the manifest's search parameters set on its index, the index placed by the
   ``faiss_device`` setting (:func:`service.lifecycle.index_placement.place_index`) and, on the
-  CPU, the exact scan :class:`service.engine.exact_scan.ExactScan` attached (``flat_scan``, on
+  CPU, the exact scan :class:`service.engine.rank.exact_scan.ExactScan` attached (``flat_scan``, on
   ``blas_threads`` threads);
 - captions are embedded by the variant's ONNX text tower
   (:class:`encoders.text_encoder.OnnxTextEncoder`) in the batches the service's batcher forms:
@@ -15,8 +16,10 @@ process and nothing around it:
   ``CRISSCROSS_MAX_BATCH_SIZE`` says otherwise; ``--batch-size`` overrides), one caption per
   request, every row checked finite;
 - each batch is then searched the way the service's batch follow-ups search it
-  (``service.engine`` ``PageSearch``): a batch of one with :func:`service.engine.knn.nearest`,
-  a larger one with one :func:`service.engine.knn.nearest_many` call for all its captions; the
+  (``service.engine`` ``PageSearch``): a batch of one with
+  :func:`service.engine.collection.knn.nearest`,
+  a larger one with one :func:`service.engine.collection.knn.nearest_many` call for all its
+  captions; the
   tie rule, the rescoring and the hits with their ids and metadata are the service's.
 
 The process is set up as a server process is (BLAS threads, the tokenizers' pool, the
@@ -83,10 +86,10 @@ import numpy as np
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
-from service.engine.catalog import ServedCollection
-from service.engine.exact_scan import ExactScan
-from service.engine.knn import SearchHit, nearest, nearest_many
-from service.engine.search_params import EffectiveParams, on_disk, resolve
+from service.engine.collection.catalog import ServedCollection
+from service.engine.collection.knn import SearchHit, nearest, nearest_many
+from service.engine.rank.exact_scan import ExactScan
+from service.engine.rank.search_params import EffectiveParams, on_disk, resolve
 from service.lifecycle.batch_defaults import batch_limits
 from service.lifecycle.index_placement import place_index
 from service.runtime.process_threads import tune_process_threads

@@ -1,5 +1,6 @@
-"""Writes the two onnxruntime graphs of the exact scan (:mod:`service.engine.exact_scan`) into
-``service/engine/graphs/``: ``scan_rows.onnx`` for vectors stored row-major (``[n, d]``, ``Gemm``
+"""Writes the two onnxruntime graphs of the exact scan (:mod:`service.engine.rank.exact_scan`) into
+``service/engine/rank/graphs/``: ``scan_rows.onnx`` for vectors stored row-major (``[n, d]``,
+``Gemm``
 with ``transB``) and ``scan_columns.onnx`` for vectors stored column-major (``vectors.T`` is a
 row-major ``[d, n]``, ``MatMul``). Each takes ``queries`` float32 ``[q, d]``, ``vectors`` and
 ``fetch`` int64 ``[1]`` and returns ``scores`` float32 ``[q, fetch]`` and ``rows`` int64 ``[q,
@@ -19,7 +20,7 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-GRAPHS = Path(__file__).resolve().parent.parent / "service" / "engine" / "graphs"
+GRAPHS = Path(__file__).resolve().parent.parent / "service" / "engine" / "rank" / "graphs"
 OPSET = 17
 IR_VERSION = 8
 

@@ -1,4 +1,11 @@
-"""Prometheus metrics of one app, in a registry of its own.
+"""Prometheus metrics of one app, in a registry of its own, declared in one table.
+
+:data:`METRICS` lists every metric the service exports, one :class:`MetricSpec` each: the
+:class:`ServiceMetrics` attribute that holds it, its kind (counter, gauge, histogram), its name,
+help text and label names, a histogram's buckets and a gauge's multiprocess mode.
+:class:`ServiceMetrics` builds them all from it, in its order (the order of ``/metrics``), and the
+tests read it: every metric a Grafana panel, variable or alert rule queries must be declared there,
+and every declared metric must have a panel.
 
 A per-app :class:`CollectorRegistry` (never the global default one) lets several apps live in one
 process — the test suite builds dozens — without "duplicated timeseries" errors.
@@ -18,8 +25,9 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -57,6 +65,345 @@ _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
 
 UNMATCHED_ROUTE = "unmatched"
 
+# How prometheus_client combines a gauge's values over worker processes ("live": of the
+# workers still running).
+MultiprocessMode = Literal[
+    "all",
+    "liveall",
+    "min",
+    "livemin",
+    "max",
+    "livemax",
+    "sum",
+    "livesum",
+    "mostrecent",
+    "livemostrecent",
+]
+Metric = Counter | Gauge | Histogram
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """The declaration of one metric: the :class:`ServiceMetrics` attribute that holds it, its
+    kind (:class:`Counter`, :class:`Gauge` or :class:`Histogram`), its name (a counter's without
+    ``_total``), help text and label names; a histogram's ``buckets`` and a gauge's
+    ``multiprocess_mode`` (required there, refused elsewhere: ValueError)."""
+
+    attribute: str
+    kind: type[Counter] | type[Gauge] | type[Histogram]
+    name: str
+    help: str
+    labels: tuple[str, ...] = ()
+    buckets: tuple[float, ...] | None = None
+    multiprocess_mode: MultiprocessMode | None = None
+
+    def __post_init__(self) -> None:
+        if (self.buckets is not None) != (self.kind is Histogram):
+            raise ValueError(f"{self.name}: buckets are for histograms, and they need them")
+        if (self.multiprocess_mode is not None) != (self.kind is Gauge):
+            raise ValueError(f"{self.name}: a multiprocess mode is for gauges, and they need one")
+
+    @property
+    def series(self) -> frozenset[str]:
+        """The series names a PromQL query may select (what a single process exports): a
+        counter ``x`` as ``x_total`` and ``x_created``, a histogram as ``x_bucket``, ``x_sum``,
+        ``x_count`` and ``x_created``, a gauge as ``x``."""
+        if self.kind is Counter:
+            suffixes: tuple[str, ...] = ("_total", "_created")
+        elif self.kind is Histogram:
+            suffixes = ("_bucket", "_sum", "_count", "_created")
+        else:
+            suffixes = ("",)
+        return frozenset(self.name + suffix for suffix in suffixes)
+
+    def build(self, registry: CollectorRegistry) -> Metric:
+        """The metric, registered in ``registry``."""
+        if self.buckets is not None:
+            return Histogram(
+                self.name, self.help, self.labels, buckets=self.buckets, registry=registry
+            )
+        if self.multiprocess_mode is not None:
+            return Gauge(
+                self.name,
+                self.help,
+                self.labels,
+                multiprocess_mode=self.multiprocess_mode,
+                registry=registry,
+            )
+        return Counter(self.name, self.help, self.labels, registry=registry)
+
+
+# Every metric the service exports, in the order of /metrics.
+METRICS: tuple[MetricSpec, ...] = (
+    MetricSpec(
+        "requests",
+        Counter,
+        "crisscross_requests",
+        "HTTP requests answered, by route template, method and status.",
+        ("route", "method", "status"),
+    ),
+    MetricSpec(
+        "request_seconds",
+        Histogram,
+        "crisscross_request_duration_seconds",
+        "Time from request arrival to the end of the response, by route template and status.",
+        ("route", "method", "status"),
+        buckets=_REQUEST_BUCKETS_S,
+    ),
+    MetricSpec(
+        "encode_seconds",
+        Histogram,
+        "crisscross_encode_duration_seconds",
+        "Time in one encoder call (one micro-batch of queued requests' texts or images), by "
+        "variant and tower (text, image).",
+        ("variant", "tower"),
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "encode_batch_size",
+        Histogram,
+        "crisscross_encode_batch_size",
+        "Inputs (texts or images) per encoder call, by variant and tower.",
+        ("variant", "tower"),
+        buckets=_BATCH_BUCKETS,
+    ),
+    MetricSpec(
+        "encode_batch_requests",
+        Histogram,
+        "crisscross_encode_batch_requests",
+        "Requests whose inputs shared one encoder call, by variant and tower.",
+        ("variant", "tower"),
+        buckets=_BATCH_BUCKETS,
+    ),
+    MetricSpec(
+        "encode_queue_seconds",
+        Histogram,
+        "crisscross_encode_queue_wait_seconds",
+        "Time a request waited in an encoder's queue before its batch started, by variant "
+        "and tower.",
+        ("variant", "tower"),
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "encode_queue_depth",
+        Gauge,
+        "crisscross_encode_queue_depth",
+        "Requests waiting in an encoder's queue (not yet in a running batch), by variant and "
+        "tower.",
+        ("variant", "tower"),
+        multiprocess_mode="livesum",
+    ),
+    MetricSpec(
+        "admission_waiting",
+        Gauge,
+        "crisscross_admission_waiting",
+        "Requests waiting at the door for an in-flight slot (the admission waiting room).",
+        multiprocess_mode="livesum",
+    ),
+    MetricSpec(
+        "admission_overloaded",
+        Gauge,
+        "crisscross_admission_overloaded",
+        "1 while the door counts the service as overloaded (arrivals outnumber completions) "
+        "and refuses requests that find no free slot at once, else 0.",
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "admission_limit",
+        Gauge,
+        "crisscross_admission_limit",
+        "The in-flight limit that applies now: max_concurrent_requests, or "
+        "overload_concurrent_requests while overloaded (summed over workers).",
+        multiprocess_mode="livesum",
+    ),
+    MetricSpec(
+        "refused",
+        Counter,
+        "crisscross_requests_refused",
+        "Requests refused before their work ran, by reason: in_flight, waiting_room_full, "
+        "queue_timeout, queue_full and deadline (503 overloaded), shutting_down (503 "
+        "not_ready), unauthorized (401), forbidden (403).",
+        ("reason",),
+    ),
+    MetricSpec(
+        "query_cache_lookups",
+        Counter,
+        "crisscross_query_cache_lookups",
+        "Query texts looked up in the query-embedding cache (query_cache_entries), by "
+        "variant and result: hit (answered without the encoder) or miss (embedded, then "
+        "kept).",
+        ("variant", "result"),
+    ),
+    MetricSpec(
+        "client_refusals",
+        Counter,
+        "crisscross_client_refusals",
+        "Connections and requests refused for how the client sent them, by reason: "
+        "head_timeout and body_timeout (408, closed), headers_too_large and too_many_headers "
+        "(431, closed), connection_limit (503 at accept, closed), body_unread (closed after "
+        "an answer that left the request's body unread).",
+        ("reason",),
+    ),
+    MetricSpec(
+        "connections_open",
+        Gauge,
+        "crisscross_connections_open",
+        "HTTP connections open now (summed over workers).",
+        multiprocess_mode="livesum",
+    ),
+    MetricSpec(
+        "reloads",
+        Counter,
+        "crisscross_reloads",
+        "POST /v1/admin/reload calls by outcome: swapped (a new version serves), unchanged "
+        "(nothing new to load), rejected (409 bundle_rejected: the old version keeps "
+        "serving), not_found (404), failed (an unexpected error); with several workers also "
+        "followed (a worker swapped to the versions another one's reload loaded) and "
+        "follow_rejected (it could not load them and serves what it did).",
+        ("outcome",),
+    ),
+    MetricSpec(
+        "image_decode_seconds",
+        Histogram,
+        "crisscross_image_decode_duration_seconds",
+        "Time turning one request's image payloads (base64, file bytes) into RGB pixels, "
+        "refused payloads included.",
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "images_refused",
+        Counter,
+        "crisscross_images_refused",
+        "Image payloads refused, by reason (invalid_base64, too_many_bytes, "
+        "too_many_pixels, unsupported_format, invalid_image).",
+        ("reason",),
+    ),
+    MetricSpec(
+        "search_seconds",
+        Histogram,
+        "crisscross_search_duration_seconds",
+        "Time in one faiss search including re-sorting, by variant and collection.",
+        ("variant", "collection"),
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "bundle_info",
+        Gauge,
+        "crisscross_bundle_loaded",
+        "1 for each bundle version being served.",
+        ("bundle", "version", "variant"),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "collection_items",
+        Gauge,
+        "crisscross_collection_items",
+        "Rows in each served collection.",
+        ("variant", "collection", "bundle", "version"),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "variant_info",
+        Gauge,
+        "crisscross_variant_loaded",
+        "1 for each tower of each encoder variant loaded, with its precision and onnxruntime "
+        "providers.",
+        ("variant", "tower", "precision", "providers", "fingerprint"),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "encoder_max_batch_size",
+        Gauge,
+        "crisscross_encoder_max_batch_size",
+        "Most inputs per encoder call, per variant and tower: max_batch_size, or when unset "
+        "its default for the device the tower's session runs on.",
+        ("variant", "tower"),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "ready",
+        Gauge,
+        "crisscross_ready",
+        "1 once every bundle and encoder is loaded and the service answers queries (with "
+        "several workers: once every live worker does).",
+        multiprocess_mode="livemin",
+    ),
+    MetricSpec(
+        "loaded_at",
+        Gauge,
+        "crisscross_store_loaded_timestamp_seconds",
+        "Unix time at which the store being served was published (startup or reload).",
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "workers",
+        Gauge,
+        "crisscross_workers",
+        "Worker processes serving on this port (the workers setting, resolved).",
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "load_failures",
+        Counter,
+        "crisscross_load_failures",
+        "Attempts to load bundles and encoders that were refused.",
+    ),
+    MetricSpec(
+        "writes",
+        Counter,
+        "crisscross_writes",
+        "Write operations acknowledged, by collection and operation (upsert, delete, patch), "
+        "and the items they wrote or deleted.",
+        ("collection", "operation", "unit"),
+    ),
+    MetricSpec(
+        "write_seconds",
+        Histogram,
+        "crisscross_write_commit_seconds",
+        "Time from a write's hand-over to the log until it is fsynced and visible (its wait "
+        "for the group before it included).",
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "log_fsync_seconds",
+        Histogram,
+        "crisscross_log_fsync_seconds",
+        "Time of one group commit's append and fsync of a collection's log.",
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "write_group_size",
+        Histogram,
+        "crisscross_write_group_requests",
+        "Write requests sharing one fsync (group commit).",
+        buckets=_BATCH_BUCKETS,
+    ),
+    MetricSpec(
+        "compactions",
+        Counter,
+        "crisscross_compactions",
+        "Compactions of live collections (live items written as a new base bundle), by trigger "
+        "(request, threshold) and outcome (ok, failed).",
+        ("trigger", "outcome"),
+    ),
+    MetricSpec(
+        "compaction_seconds",
+        Histogram,
+        "crisscross_compaction_seconds",
+        "Time of one compaction of a live collection.",
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "live_items",
+        Gauge,
+        "crisscross_live_collection_items",
+        "Items in each live collection, the rows of its mutable segment (every version, "
+        "deleted ones too) and the bytes of its log.",
+        ("collection", "measure"),
+        multiprocess_mode="livemax",
+    ),
+)
+
 
 class MultiprocessMetricsError(RuntimeError):
     """Multiprocess metrics were asked for in a process that did not start in that mode."""
@@ -78,6 +425,9 @@ class AdmissionReading(Protocol):
 class ServiceMetrics:
     """The service's metrics. Durations are observed in seconds (Prometheus convention).
 
+    Each metric of :data:`METRICS` is the attribute its :attr:`MetricSpec.attribute` names, built
+    into this app's :attr:`registry` (the annotations below give their types).
+
     ``multiprocess_dir``: the folder every worker of a multi-process server writes to (None: a
     single process, whose registry is its own). The process must have started with
     ``PROMETHEUS_MULTIPROC_DIR`` naming it (prometheus_client reads it on import), else
@@ -85,6 +435,40 @@ class ServiceMetrics:
     """
 
     content_type = CONTENT_TYPE_LATEST
+
+    requests: Counter
+    request_seconds: Histogram
+    encode_seconds: Histogram
+    encode_batch_size: Histogram
+    encode_batch_requests: Histogram
+    encode_queue_seconds: Histogram
+    encode_queue_depth: Gauge
+    admission_waiting: Gauge
+    admission_overloaded: Gauge
+    admission_limit: Gauge
+    refused: Counter
+    query_cache_lookups: Counter
+    client_refusals: Counter
+    connections_open: Gauge
+    reloads: Counter
+    image_decode_seconds: Histogram
+    images_refused: Counter
+    search_seconds: Histogram
+    bundle_info: Gauge
+    collection_items: Gauge
+    variant_info: Gauge
+    encoder_max_batch_size: Gauge
+    ready: Gauge
+    loaded_at: Gauge
+    workers: Gauge
+    load_failures: Counter
+    writes: Counter
+    write_seconds: Histogram
+    log_fsync_seconds: Histogram
+    write_group_size: Histogram
+    compactions: Counter
+    compaction_seconds: Histogram
+    live_items: Gauge
 
     def __init__(self, multiprocess_dir: Path | None = None) -> None:
         if multiprocess_dir is not None and os.environ.get(MULTIPROCESS_DIR_VARIABLE) != str(
@@ -98,240 +482,8 @@ class ServiceMetrics:
         self._gate: AdmissionReading | None = None
         self._loaded_series: list[tuple[Gauge, tuple[str, ...]]] = []
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter(
-            "crisscross_requests",
-            "HTTP requests answered, by route template, method and status.",
-            ["route", "method", "status"],
-            registry=self.registry,
-        )
-        self.request_seconds = Histogram(
-            "crisscross_request_duration_seconds",
-            "Time from request arrival to the end of the response, by route template and status.",
-            ["route", "method", "status"],
-            buckets=_REQUEST_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.encode_seconds = Histogram(
-            "crisscross_encode_duration_seconds",
-            "Time in one encoder call (one micro-batch of queued requests' texts or images), by "
-            "variant and tower (text, image).",
-            ["variant", "tower"],
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.encode_batch_size = Histogram(
-            "crisscross_encode_batch_size",
-            "Inputs (texts or images) per encoder call, by variant and tower.",
-            ["variant", "tower"],
-            buckets=_BATCH_BUCKETS,
-            registry=self.registry,
-        )
-        self.encode_batch_requests = Histogram(
-            "crisscross_encode_batch_requests",
-            "Requests whose inputs shared one encoder call, by variant and tower.",
-            ["variant", "tower"],
-            buckets=_BATCH_BUCKETS,
-            registry=self.registry,
-        )
-        self.encode_queue_seconds = Histogram(
-            "crisscross_encode_queue_wait_seconds",
-            "Time a request waited in an encoder's queue before its batch started, by variant "
-            "and tower.",
-            ["variant", "tower"],
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.encode_queue_depth = Gauge(
-            "crisscross_encode_queue_depth",
-            "Requests waiting in an encoder's queue (not yet in a running batch), by variant and "
-            "tower.",
-            ["variant", "tower"],
-            multiprocess_mode="livesum",
-            registry=self.registry,
-        )
-        self.admission_waiting = Gauge(
-            "crisscross_admission_waiting",
-            "Requests waiting at the door for an in-flight slot (the admission waiting room).",
-            multiprocess_mode="livesum",
-            registry=self.registry,
-        )
-        self.admission_overloaded = Gauge(
-            "crisscross_admission_overloaded",
-            "1 while the door counts the service as overloaded (arrivals outnumber completions) "
-            "and refuses requests that find no free slot at once, else 0.",
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.admission_limit = Gauge(
-            "crisscross_admission_limit",
-            "The in-flight limit that applies now: max_concurrent_requests, or "
-            "overload_concurrent_requests while overloaded (summed over workers).",
-            multiprocess_mode="livesum",
-            registry=self.registry,
-        )
-        self.refused = Counter(
-            "crisscross_requests_refused",
-            "Requests refused before their work ran, by reason: in_flight, waiting_room_full, "
-            "queue_timeout, queue_full and deadline (503 overloaded), shutting_down (503 "
-            "not_ready), unauthorized (401), forbidden (403).",
-            ["reason"],
-            registry=self.registry,
-        )
-        self.query_cache_lookups = Counter(
-            "crisscross_query_cache_lookups",
-            "Query texts looked up in the query-embedding cache (query_cache_entries), by "
-            "variant and result: hit (answered without the encoder) or miss (embedded, then "
-            "kept).",
-            ["variant", "result"],
-            registry=self.registry,
-        )
-        self.client_refusals = Counter(
-            "crisscross_client_refusals",
-            "Connections and requests refused for how the client sent them, by reason: "
-            "head_timeout and body_timeout (408, closed), headers_too_large and too_many_headers "
-            "(431, closed), connection_limit (503 at accept, closed), body_unread (closed after "
-            "an answer that left the request's body unread).",
-            ["reason"],
-            registry=self.registry,
-        )
-        self.connections_open = Gauge(
-            "crisscross_connections_open",
-            "HTTP connections open now (summed over workers).",
-            multiprocess_mode="livesum",
-            registry=self.registry,
-        )
-        self.reloads = Counter(
-            "crisscross_reloads",
-            "POST /v1/admin/reload calls by outcome: swapped (a new version serves), unchanged "
-            "(nothing new to load), rejected (409 bundle_rejected: the old version keeps "
-            "serving), not_found (404), failed (an unexpected error); with several workers also "
-            "followed (a worker swapped to the versions another one's reload loaded) and "
-            "follow_rejected (it could not load them and serves what it did).",
-            ["outcome"],
-            registry=self.registry,
-        )
-        self.image_decode_seconds = Histogram(
-            "crisscross_image_decode_duration_seconds",
-            "Time turning one request's image payloads (base64, file bytes) into RGB pixels, "
-            "refused payloads included.",
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.images_refused = Counter(
-            "crisscross_images_refused",
-            "Image payloads refused, by reason (invalid_base64, too_many_bytes, "
-            "too_many_pixels, unsupported_format, invalid_image).",
-            ["reason"],
-            registry=self.registry,
-        )
-        self.search_seconds = Histogram(
-            "crisscross_search_duration_seconds",
-            "Time in one faiss search including re-sorting, by variant and collection.",
-            ["variant", "collection"],
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.bundle_info = Gauge(
-            "crisscross_bundle_loaded",
-            "1 for each bundle version being served.",
-            ["bundle", "version", "variant"],
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.collection_items = Gauge(
-            "crisscross_collection_items",
-            "Rows in each served collection.",
-            ["variant", "collection", "bundle", "version"],
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.variant_info = Gauge(
-            "crisscross_variant_loaded",
-            "1 for each tower of each encoder variant loaded, with its precision and onnxruntime "
-            "providers.",
-            ["variant", "tower", "precision", "providers", "fingerprint"],
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.encoder_max_batch_size = Gauge(
-            "crisscross_encoder_max_batch_size",
-            "Most inputs per encoder call, per variant and tower: max_batch_size, or when unset "
-            "its default for the device the tower's session runs on.",
-            ["variant", "tower"],
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.ready = Gauge(
-            "crisscross_ready",
-            "1 once every bundle and encoder is loaded and the service answers queries (with "
-            "several workers: once every live worker does).",
-            multiprocess_mode="livemin",
-            registry=self.registry,
-        )
-        self.loaded_at = Gauge(
-            "crisscross_store_loaded_timestamp_seconds",
-            "Unix time at which the store being served was published (startup or reload).",
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.workers = Gauge(
-            "crisscross_workers",
-            "Worker processes serving on this port (the workers setting, resolved).",
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
-        self.load_failures = Counter(
-            "crisscross_load_failures",
-            "Attempts to load bundles and encoders that were refused.",
-            registry=self.registry,
-        )
-        self.writes = Counter(
-            "crisscross_writes",
-            "Write operations acknowledged, by collection and operation (upsert, delete, patch), "
-            "and the items they wrote or deleted.",
-            ["collection", "operation", "unit"],
-            registry=self.registry,
-        )
-        self.write_seconds = Histogram(
-            "crisscross_write_commit_seconds",
-            "Time from a write's hand-over to the log until it is fsynced and visible (its wait "
-            "for the group before it included).",
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.log_fsync_seconds = Histogram(
-            "crisscross_log_fsync_seconds",
-            "Time of one group commit's append and fsync of a collection's log.",
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.write_group_size = Histogram(
-            "crisscross_write_group_requests",
-            "Write requests sharing one fsync (group commit).",
-            buckets=_BATCH_BUCKETS,
-            registry=self.registry,
-        )
-        self.compactions = Counter(
-            "crisscross_compactions",
-            "Compactions of live collections (live items written as a new base bundle), by trigger "
-            "(request, threshold) and outcome (ok, failed).",
-            ["trigger", "outcome"],
-            registry=self.registry,
-        )
-        self.compaction_seconds = Histogram(
-            "crisscross_compaction_seconds",
-            "Time of one compaction of a live collection.",
-            buckets=_STAGE_BUCKETS_S,
-            registry=self.registry,
-        )
-        self.live_items = Gauge(
-            "crisscross_live_collection_items",
-            "Items in each live collection, the rows of its mutable segment (every version, "
-            "deleted ones too) and the bytes of its log.",
-            ["collection", "measure"],
-            multiprocess_mode="livemax",
-            registry=self.registry,
-        )
+        for spec in METRICS:
+            setattr(self, spec.attribute, spec.build(self.registry))
 
     def record_collection(self, name: str, items: int, rows: int, log_bytes: int) -> None:
         """Publish a live collection's size (items alive, segment rows, log bytes)."""

@@ -10,7 +10,7 @@ thread), their sum being the encoder-only ceiling of that shape on this machine:
 service runs two encoder threads of one thread each.
 
 With ``--scan-bundle`` every batch is also searched as the service searches it after encoding:
-the exact scan (:class:`service.engine.exact_scan.ExactScan`, one thread) of that bundle's
+the exact scan (:class:`service.engine.rank.exact_scan.ExactScan`, one thread) of that bundle's
 ``captions`` vectors for each caption's top ``--fetch`` (k 10 plus the service's margin: 27). The
 sum is then the ceiling of a text search server's own work, with no HTTP, queue or event loop.
 
@@ -34,7 +34,7 @@ import numpy as np
 from encoders.text_encoder import OnnxTextEncoder
 from formats.karpathy import read_captions
 from formats.layout import captions_path
-from service.engine.exact_scan import ExactScan
+from service.engine.rank.exact_scan import ExactScan
 from storage.reader import load_bundle, resolve_current
 
 SHAPES = ("sorted", "shuffled")

@@ -53,7 +53,7 @@ IMPORTED = (
     "fastapi",
     "service.http.app",
     "service.http.schemas",
-    "service.engine.searcher",
+    "service.engine.search.searcher",
     "service.runtime.server",
 )
 

@@ -1,6 +1,6 @@
 """Time the exact scan of a flat collection by engine and stored layout: numpy (``queries @
 vectors.T``, then ``argpartition`` for the top ``fetch``) and onnxruntime
-(:class:`service.engine.exact_scan.ExactScan`: ``Gemm``/``MatMul``, then ``TopK``), each over
+(:class:`service.engine.rank.exact_scan.ExactScan`: ``Gemm``/``MatMul``, then ``TopK``), each over
 vectors stored row-major (``[n, d]`` C order, as bundles are written) and column-major
 (``fortran_order``, as bundles were written for a while); one thread, as the server runs.
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from service.engine.exact_scan import ExactScan
+from service.engine.rank.exact_scan import ExactScan
 
 
 def _median_ms(runs: Sequence[Callable[[], object]], repeats: int) -> list[float]:

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from benchmarks.drivers.http_client import ServiceError
+import crisscross_client
 from benchmarks.drivers.sender import TransportFailure
 
 logger = logging.getLogger(__name__)
@@ -34,10 +34,13 @@ class _Failures:
 class ClientSender:
     """A :class:`~benchmarks.drivers.sender.Sender` over a :class:`CrisscrossClient` call.
 
-    ``call(index)`` makes one API request (e.g. a search with ``retry=False``) and decodes its
-    answer in full. A 2xx answer is reported as status 200; a non-2xx answer as its status
-    (:class:`ServiceError`); a 2xx body that cannot be decoded, and an httpx transport error,
-    as :class:`~benchmarks.drivers.sender.TransportFailure` (``protocol``, ``timeout``,
+    ``call(index)`` makes one API request and decodes its answer in full. The request is
+    never retried (a latency driver's retry would hide the error and stretch the latency):
+    the call passes ``retry=False``, and the harness's client policy never retries a request
+    that got no answer. A 2xx answer is reported as status 200; a non-2xx answer as its status
+    (the client's :class:`~crisscross_client.CrisscrossError`); a 2xx body that cannot be
+    decoded, and a request that got no answer, as
+    :class:`~benchmarks.drivers.sender.TransportFailure` (``protocol``, ``timeout``,
     ``connect``, ``connection``). Make the senders of one level with :func:`client_senders`.
     """
 
@@ -49,9 +52,13 @@ class ClientSender:
         """Make call ``index``; its HTTP status (200 for any 2xx answer)."""
         try:
             await self._call(index)
-        except ServiceError as error:
+        except crisscross_client.ConnectionFailedError as error:
             self._failures.log(index, error)
-            if 200 <= error.status < 300:
+            kind = _failure_kind(error.__cause__) if error.__cause__ is not None else "connection"
+            raise TransportFailure(kind, str(error)) from error
+        except crisscross_client.CrisscrossError as error:
+            self._failures.log(index, error)
+            if error.status is None or 200 <= error.status < 300:
                 raise TransportFailure("protocol", str(error)) from error
             return error.status
         except httpx.HTTPError as error:
@@ -70,7 +77,7 @@ def client_senders(call: Callable[[int], Awaitable[object]], count: int) -> list
     return [ClientSender(call, failures) for _ in range(count)]
 
 
-def _failure_kind(error: httpx.HTTPError) -> str:
+def _failure_kind(error: BaseException) -> str:
     if isinstance(error, httpx.TimeoutException):
         return "timeout"
     if isinstance(error, httpx.ConnectError):

@@ -2,14 +2,17 @@
 Python client (:class:`crisscross_client.AsyncClient`, ``clients/python``).
 
 One client with a keep-alive connection pool serves every concurrent request of a run. The
-harness retries only a ``503`` that carries ``Retry-After`` (overloaded / not ready), a bounded
-number of times, sleeping what the header asks (capped): :meth:`RetryPolicy.client_policy` is
-that rule as the client's retry policy. Any other non-2xx answer raises :class:`ServiceError`
-carrying the service's error body (``{"error": {"code", "message", "request_id", ...}}``); a
-request that got no answer raises the ``httpx`` transport error it failed with. Answers are read
-leniently (only the fields the harness uses), so a report's numbers depend on the service's
-answers alone. A call of the client can be put behind the drivers' one interface with
-:mod:`benchmarks.drivers.client_sender`.
+harness has no retry loop or error classes of its own: it uses the client's. Its rule, retry
+only a ``503`` that carries ``Retry-After`` (overloaded / not ready), a bounded number of times,
+sleeping what the header asks (capped), is the client's :class:`crisscross_client.RetryPolicy`
+made by :func:`retry_policy`. A failed request raises the client's
+:class:`crisscross_client.CrisscrossError`: the subclass of a non-2xx answer's status carrying
+the service's error body (``{"error": {"code", "message", "request_id", ...}}``),
+:class:`crisscross_client.ConnectionFailedError` (:class:`crisscross_client.ClientTimeoutError`)
+for a request that got no answer, :class:`crisscross_client.BadResponseError` for a 2xx body the
+harness cannot read. Answers are read leniently (only the fields the harness uses), so a
+report's numbers depend on the service's answers alone. A call of the client can be put behind
+the drivers' one interface with :mod:`benchmarks.drivers.client_sender`.
 """
 
 from __future__ import annotations
@@ -26,71 +29,32 @@ import httpx
 
 import crisscross_client
 from crisscross_client import retry_after_seconds as retry_after_seconds
+from crisscross_client.errors import error_class
 
 logger = logging.getLogger(__name__)
 
 JsonObject = dict[str, Any]
 
 
-class ServiceError(RuntimeError):
-    """The service answered a request with a non-2xx status.
-
-    Attributes:
-        status: the HTTP status code.
-        code: the error code from the body (``invalid_input``, ``overloaded``, ...) or ``None``.
-        error_message: the error message from the body, or the raw body text.
-        request_id: the service's request id (body or ``x-request-id`` header), if any.
-        method: the request method.
-        url: the request URL.
-    """
-
-    def __init__(
-        self,
-        status: int,
-        code: str | None,
-        error_message: str,
-        request_id: str | None,
-        method: str,
-        url: str,
-    ) -> None:
-        self.status = status
-        self.code = code
-        self.error_message = error_message
-        self.request_id = request_id
-        self.method = method
-        self.url = url
-        super().__init__(
-            f"{method} {url} -> {status} {code or 'error'}: {error_message}"
-            + (f" (request_id={request_id})" if request_id else "")
-        )
+ServiceError = crisscross_client.CrisscrossError
+"""The client's error, under the name older harness code (``studies/``) imports."""
 
 
 class ServiceNotReadyError(RuntimeError):
     """``GET /readyz`` did not answer 200 within the allowed time."""
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    """How 503 + ``Retry-After`` answers are retried.
-
-    Attributes:
-        max_retries: retries after the first attempt (0 disables retrying).
-        max_wait_s: the longest single sleep, seconds, whatever ``Retry-After`` says.
-    """
-
-    max_retries: int = 5
-    max_wait_s: float = 30.0
-
-    def client_policy(self) -> crisscross_client.RetryPolicy:
-        """This rule as the client's policy: 503 with ``Retry-After`` only, no backoff of
-        its own, a request that got no answer not retried."""
-        return crisscross_client.RetryPolicy(
-            max_retries=self.max_retries,
-            max_retry_after_s=self.max_wait_s,
-            statuses=frozenset({503}),
-            require_retry_after=True,
-            retry_connection_errors=False,
-        )
+def retry_policy(max_retries: int = 5, max_wait_s: float = 30.0) -> crisscross_client.RetryPolicy:
+    """The harness's retry rule as the client's policy: a 503 with ``Retry-After`` only,
+    waiting what it asks (at most ``max_wait_s``), at most ``max_retries`` times (0: never);
+    no backoff of its own, a request that got no answer not retried."""
+    return crisscross_client.RetryPolicy(
+        max_retries=max_retries,
+        max_retry_after_s=max_wait_s,
+        statuses=frozenset({503}),
+        require_retry_after=True,
+        retry_connection_errors=False,
+    )
 
 
 @dataclass(frozen=True)
@@ -122,18 +86,6 @@ class ScoreResponse:
     scores: list[float]
     variant: str | None
     bundle_version: str | None
-
-
-def _service_error(error: crisscross_client.CrisscrossError) -> ServiceError:
-    """The harness's exception for an error answer the client raised."""
-    return ServiceError(
-        status=error.status or 0,
-        code=error.code,
-        error_message=error.message,
-        request_id=error.request_id,
-        method=error.method or "",
-        url=error.url or "",
-    )
 
 
 def search_body(
@@ -178,6 +130,20 @@ def search_body(
     return body
 
 
+def _bad_response(
+    message: str, method: str, url: str, *, status: int = 200, request_id: str | None = None
+) -> crisscross_client.BadResponseError:
+    """The client's error for a 2xx answer the harness cannot read."""
+    return crisscross_client.BadResponseError(
+        message,
+        status=status,
+        code="bad_response",
+        request_id=request_id,
+        method=method,
+        url=url,
+    )
+
+
 def _search_response(answer: JsonObject) -> SearchResponse:
     results = answer.get("results", [])
     return SearchResponse(
@@ -200,7 +166,7 @@ class CrisscrossClient:
         base_url: the service root, e.g. ``http://127.0.0.1:8000``.
         timeout_s: per-request timeout, seconds.
         max_connections: size of the keep-alive connection pool (≥ the concurrency used).
-        retry: the 503 + ``Retry-After`` retry policy.
+        retry: the client's retry policy (default: :func:`retry_policy`'s).
         transport: an httpx transport to use instead of the network (tests pass
             :class:`httpx.MockTransport`).
         api_key: an API key for a service that requires one.
@@ -212,17 +178,17 @@ class CrisscrossClient:
         *,
         timeout_s: float = 60.0,
         max_connections: int = 16,
-        retry: RetryPolicy | None = None,
+        retry: crisscross_client.RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         api_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or retry_policy()
         self.api = crisscross_client.AsyncClient(
             self.base_url,
             api_key=api_key,
             timeout=timeout_s,
-            retry=self.retry.client_policy(),
+            retry=self.retry,
             max_connections=max_connections,
             transport=transport,
         )
@@ -250,18 +216,9 @@ class CrisscrossClient:
         reads, searches, upserts and deletes by id).
 
         Raises:
-            ServiceError: a non-2xx answer (after retries).
-            httpx.TransportError: the connection failed or timed out.
+            crisscross_client.CrisscrossError: a non-2xx answer (after retries), or no answer.
         """
-        try:
-            return await self.api.request(method, path, json=body, idempotent=True, retry=retry)
-        except crisscross_client.ConnectionFailedError as failure:
-            cause = failure.__cause__
-            if isinstance(cause, httpx.TransportError):
-                raise cause from None
-            raise
-        except crisscross_client.CrisscrossError as error:
-            raise _service_error(error) from error
+        return await self.api.request(method, path, json=body, idempotent=True, retry=retry)
 
     async def request_json(
         self, method: str, path: str, body: JsonObject | None = None, *, retry: bool = True
@@ -275,9 +232,9 @@ class CrisscrossClient:
             retry: whether a 503 with ``Retry-After`` is retried (per :attr:`retry`).
 
         Raises:
-            ServiceError: a non-2xx answer (after retries), or a 2xx body that is not a JSON
+            crisscross_client.CrisscrossError: a non-2xx answer (after retries), no answer, or
+                (:class:`~crisscross_client.BadResponseError`) a 2xx body that is not a JSON
                 object.
-            httpx.TransportError: the connection failed or timed out.
         """
         response = await self._request(method, path, body, retry=retry)
         try:
@@ -285,13 +242,12 @@ class CrisscrossClient:
         except ValueError:
             parsed = None
         if not isinstance(parsed, dict):
-            raise ServiceError(
-                response.status_code,
-                "bad_response",
+            raise _bad_response(
                 f"expected a JSON object, got {response.text[:200]!r}",
-                response.headers.get("x-request-id"),
                 method,
                 str(response.request.url),
+                status=response.status_code,
+                request_id=response.headers.get("x-request-id"),
             )
         return parsed
 
@@ -299,7 +255,7 @@ class CrisscrossClient:
         """The Prometheus exposition of ``GET /metrics``.
 
         Raises:
-            ServiceError: a non-2xx answer.
+            crisscross_client.CrisscrossError: a non-2xx answer, or no answer.
         """
         return (await self._request("GET", "/metrics", retry=False)).text
 
@@ -370,45 +326,35 @@ class CrisscrossClient:
 
     async def search_bulk(
         self, searches: Sequence[JsonObject]
-    ) -> list[SearchResponse | ServiceError]:
+    ) -> list[SearchResponse | crisscross_client.CrisscrossError]:
         """``POST /v1/search/bulk``: many :func:`search_body` searches in one request.
 
         Returns:
-            One entry per search, in request order: its answer, or the :class:`ServiceError` of
-            that search alone (its status and error body).
+            One entry per search, in request order: its answer, or the client's error of that
+            search alone (the class of its status, and its error body).
 
         Raises:
-            ServiceError: the request as a whole was refused (as :meth:`request_json`), or the
-                answer does not hold one response per search.
+            crisscross_client.CrisscrossError: the request as a whole failed (as
+                :meth:`request_json`), or the answer does not hold one response per search.
         """
         url = f"{self.base_url}/v1/search/bulk"
         answer = await self.request_json("POST", "/v1/search/bulk", {"searches": list(searches)})
         responses = answer.get("responses")
         if not isinstance(responses, list) or len(responses) != len(searches):
-            raise ServiceError(
-                200,
-                "bad_response",
-                f"asked {len(searches)} searches, got {responses!r:.200}",
-                None,
-                "POST",
-                url,
-            )
-        entries: list[SearchResponse | ServiceError] = []
+            message = f"asked {len(searches)} searches, got {responses!r:.200}"
+            raise _bad_response(message, "POST", url)
+        entries: list[SearchResponse | crisscross_client.CrisscrossError] = []
         for response in responses:
             if response.get("status") == 200:
                 entries.append(_search_response(response["result"]))
                 continue
             error = response.get("error") or {}
-            entries.append(
-                ServiceError(
-                    int(response.get("status") or 0),
-                    error.get("code"),
-                    str(error.get("message")),
-                    None,
-                    "POST",
-                    url,
-                )
+            status = int(response.get("status") or 0)
+            code = error.get("code")
+            failure = error_class(status, code)(
+                str(error.get("message")), status=status, code=code, method="POST", url=url
             )
+            entries.append(failure)
         return entries
 
     async def score(
@@ -418,7 +364,8 @@ class CrisscrossClient:
         ``max_score_pairs`` per call).
 
         Raises:
-            ServiceError: as :meth:`request_json`, or the answer's score count is wrong.
+            crisscross_client.CrisscrossError: as :meth:`request_json`, or the answer's score
+                count is wrong.
         """
         body: JsonObject = {"pairs": [{"left": left, "right": right} for left, right in pairs]}
         if variant is not None:
@@ -426,14 +373,8 @@ class CrisscrossClient:
         answer = await self.request_json("POST", "/v1/score", body)
         scores = [float(value) for value in answer.get("scores", [])]
         if len(scores) != len(pairs):
-            raise ServiceError(
-                200,
-                "bad_response",
-                f"asked for {len(pairs)} scores, got {len(scores)}",
-                None,
-                "POST",
-                f"{self.base_url}/v1/score",
-            )
+            message = f"asked for {len(pairs)} scores, got {len(scores)}"
+            raise _bad_response(message, "POST", f"{self.base_url}/v1/score")
         return ScoreResponse(
             scores=scores,
             variant=answer.get("variant"),

@@ -23,7 +23,8 @@ import numpy as np
 import numpy.typing as npt
 from tqdm import tqdm
 
-from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError, search_body
+import crisscross_client
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, search_body
 from benchmarks.drivers.query_sides import ImageFile, PairSide, resolve_side
 from evaluation.data.ground_truth import RetrievalTask
 from evaluation.data.task_groups import first_ranks_of, group_queries
@@ -178,7 +179,7 @@ async def replay_retrieval(
     share the query collection, target collection and ``exclude_query``. Searches go in bulk
     requests (``POST /v1/search/bulk``) of at most ``bulk_size`` searches, ``max_uploads``
     image uploads and :data:`BULK_BODY_BYTES` bytes; a search the service refuses fails the
-    replay with its :class:`ServiceError`, naming the query.
+    replay with its :class:`~crisscross_client.CrisscrossError`, naming the query.
 
     Each query is first asked for its top ``probe_k`` results; a query for which some task's
     first positive is not among them is asked for the next page (``offset``) down to
@@ -247,16 +248,18 @@ async def replay_retrieval(
         answers = await client.search_bulk([body(query, depth, offset) for query in bulk])
         ranked: dict[str, Ranked] = {}
         for query, answer in zip(bulk, answers, strict=True):
-            if isinstance(answer, ServiceError):
-                failures = sum(isinstance(other, ServiceError) for other in answers)
-                raise ServiceError(
-                    answer.status,
-                    answer.code,
+            if isinstance(answer, crisscross_client.CrisscrossError):
+                failures = sum(
+                    isinstance(other, crisscross_client.CrisscrossError) for other in answers
+                )
+                raise type(answer)(
                     f"query {query!r} ({failures} of {len(bulk)} in its bulk failed): "
-                    f"{answer.error_message}",
-                    answer.request_id,
-                    answer.method,
-                    answer.url,
+                    f"{answer.message}",
+                    status=answer.status,
+                    code=answer.code,
+                    request_id=answer.request_id,
+                    method=answer.method,
+                    url=answer.url,
                 )
             served_by.add(answer.variant, answer.bundle_version)
             if first.exclude_query and query in answer.ids:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError
+import crisscross_client
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
 from benchmarks.runs.setup_error import BenchmarkSetupError
 
 logger = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ async def optional_variants(client: CrisscrossClient) -> list[JsonObject] | None
     """``GET /v1/variants``'s list, or ``None`` when the service refuses the route."""
     try:
         return await client.variants()
-    except ServiceError as error:
+    except crisscross_client.CrisscrossError as error:
         logger.info("GET /v1/variants unavailable: %s", error)
         return None
 

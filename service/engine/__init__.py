@@ -1,3 +1,12 @@
-"""The search core: what is served (the catalog of variants and collections), query sides,
-filters and search parameters, exact and approximate nearest-neighbour search with one tie rule,
-micro-batching of encoder calls and admission at the door. Raises domain errors only."""
+"""The search engine, in rooms from the top down (import-linter keeps the order):
+
+- ``writes``: creating live collections, write requests made into logged operations;
+- ``search``: every search planned once (planner), its vectors made in one place
+  (side_vectors), its page made by one executor over any collection view;
+- ``collection``: the catalog of bundles and variants, live collections and their writers, and
+  the view protocol every kind of collection answers (bundle, live, sharded);
+- ``query``: what a search asks (sides, pages, filters, levers, image payloads);
+- ``rank`` and ``encode``, side by side: the tie rule, scans, index parameters, keyword indexes
+  and fusion; the micro-batcher, admission and the query cache.
+
+Raises domain errors only."""

@@ -16,8 +16,8 @@ from encoders.image_encoder import OnnxImageEncoder
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
 from service import ast_parse_lock
-from service.engine.catalog import Catalog, VariantEncoders
-from service.engine.live_collections import LiveCollections
+from service.engine.collection.catalog import Catalog, VariantEncoders
+from service.engine.collection.live_collections import LiveCollections
 from service.http.auth import ApiKeyMiddleware, KeyRing
 from service.http.errors import install_error_handlers
 from service.http.middleware import (
@@ -152,7 +152,8 @@ def create_app(
     Bundles and encoders load in the background once the lifespan starts (``/readyz`` is 503
     until then); a worker of several loads before it takes connections.
     ``encoder_factory(variant_dir, settings)`` builds each variant's encoders (a
-    :class:`service.engine.catalog.VariantEncoders` with a text tower, an image tower or both); the
+    :class:`service.engine.collection.catalog.VariantEncoders` with a text tower, an image tower or
+    both); the
     default is :func:`onnx_encoder_factory`, which reads the towers from ``variant.json``.
     ``layout`` places the app among several worker processes (:mod:`service.runtime.workers`): its
     metrics are then written for all of them to read and its reloads reach them all. Nothing

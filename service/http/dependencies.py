@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Path, Request
 from starlette.types import Scope
 
-from service.engine.catalog import Catalog
+from service.engine.collection.catalog import Catalog
 from service.exceptions import quoted
 from service.http.errors import ErrorCode, ServiceError
 from service.lifecycle.state import STATE_ATTRIBUTE, ServiceState

@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from service.engine.filter_grammar import check_filter_limits
-from service.engine.images import check_base64_length
+from service.engine.query.filter_grammar import check_filter_limits
+from service.engine.query.images import check_base64_length
 from service.http.errors import ErrorCode, ServiceError
 from service.http.schemas.bulk import BulkSearchRequest
 from service.http.schemas.collections import DeleteRequest, GetRequest, UpsertRequest

@@ -20,7 +20,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.engine.admission import AdmissionGate, Refusal
+from service.engine.encode.admission import AdmissionGate, Refusal
 from service.http.errors import ErrorCode, error_response
 from service.metrics import UNMATCHED_ROUTE, ServiceMetrics
 from service.request_context import (
@@ -249,7 +249,8 @@ def _trace_ids(
 
 
 class ConcurrencyLimitMiddleware:
-    """Admits work on ``paths`` through an :class:`~service.engine.admission.AdmissionGate` and
+    """Admits work on ``paths`` through an :class:`~service.engine.encode.admission.AdmissionGate`
+    and
     refuses the rest with 503 ``overloaded`` and ``Retry-After``, before a byte of the body is read.
 
     A refusal here costs no parsing, validation or encoding, so it stays fast when the service

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any, Final
 
-from service.engine.images import max_base64_chars
+from service.engine.query.images import max_base64_chars
 from service.http.auth import KeyRing, document_security, required_role
 from service.settings import UPLOAD_ROUTE, Settings
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from encoders.providers import runs_on_gpu
-from service.engine.batcher import BatchLimits
+from service.engine.encode.batcher import BatchLimits
 from service.settings import Settings
 
 

@@ -3,7 +3,8 @@
 A faiss build with GPU support (``faiss-gpu``; ``faiss-cpu`` has no ``StandardGpuResources``)
 that sees a GPU can clone flat and IVF indexes to it with ``index_cpu_to_gpu``; kinds faiss
 cannot run there (HNSW, for one) make it raise and stay on the CPU. The clone keeps its CPU
-original: a GPU selects at most :data:`service.engine.gpu_index.GPU_MAX_K` results per query, and
+original: a GPU selects at most :data:`service.engine.rank.gpu_index.GPU_MAX_K` results per query,
+and
 larger ``k`` (the store's tie-resolving re-fetch can ask for thousands) is searched there. One
 ``StandardGpuResources`` and one lock serve every GPU index of the process: faiss GPU indexes must
 not be searched from several threads at once.
@@ -19,7 +20,7 @@ from typing import Any, Final, Literal
 
 import faiss
 
-from service.engine.gpu_index import GpuSearchIndex
+from service.engine.rank.gpu_index import GpuSearchIndex
 from service.settings import FaissDevice
 
 GPU_DEVICE: Final = 0

@@ -19,16 +19,16 @@ from pathlib import Path
 import faiss
 
 from encoders.variant import Tower
-from service.engine.batcher import Batcher, EncodeFunction, Input
-from service.engine.catalog import (
+from service.engine.collection.catalog import (
     Catalog,
     ServedCollection,
     ServedVariant,
     StoreLoadError,
     VariantEncoders,
 )
-from service.engine.exact_scan import ExactScan
-from service.engine.search_params import on_disk
+from service.engine.encode.batcher import Batcher, EncodeFunction, Input
+from service.engine.rank.exact_scan import ExactScan
+from service.engine.rank.search_params import on_disk
 from service.exceptions import BundleRejectedError, NotFoundError, quoted
 from service.lifecycle.batch_defaults import batch_limits
 from service.lifecycle.index_placement import FaissPlacementError, place_index

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import anyio
 
-from service.engine.catalog import Catalog
+from service.engine.collection.catalog import Catalog
 from service.exceptions import BundleRejectedError, DomainError, NotFoundError
 from service.lifecycle.loading import BundleChange, reload_bundles
 from service.lifecycle.reload_broadcast import (

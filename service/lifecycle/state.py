@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from service.engine.admission import AdmissionGate
-from service.engine.catalog import Catalog
-from service.engine.images import image_limits
-from service.engine.query_cache import QueryCache
-from service.engine.searcher import Searcher
+from service.engine.collection.catalog import Catalog
+from service.engine.encode.admission import AdmissionGate
+from service.engine.encode.query_cache import QueryCache
+from service.engine.query.images import image_limits
+from service.engine.search.searcher import Searcher
 from service.exceptions import NotReadyError
 from service.lifecycle.batch_defaults import overload_limit
 from service.lifecycle.loading import EncoderFactory, served_sources, with_fresh_batchers

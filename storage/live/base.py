@@ -31,9 +31,10 @@ import numpy as np
 from formats.field_types import FieldType
 from storage.durability import fsync_path, replace_durably
 from storage.index_files import build_index, write_index
+from storage.index_plan import plan_factory
 from storage.index_tuning import tune_index
 from storage.layout import index_file
-from storage.manifest import BundleError, IndexTuning, verify_bundle
+from storage.manifest import BundleError, IndexTuning, TuningParameter, verify_bundle
 from storage.reader import LoadedCollection, load_bundle
 from storage.writer import CollectionInput, WrittenIndex, write_bundle
 
@@ -53,47 +54,45 @@ class BaseError(RuntimeError):
 
 
 @dataclass(frozen=True)
-class IndexPlan:
-    """The faiss index a compaction writes over the base: ``factory`` (``Flat`` is exact; an
-    IVF factory is tuned so that its recall@10 against exact search reaches ``target_recall``)
-    and the fewest rows an IVF index is built over (below it the base is ``Flat``)."""
+class BaseIndex:
+    """The faiss index a compaction writes over the base: ``factory`` as
+    :func:`storage.index_plan.plan_factory` plans it (``Flat`` is exact; an IVF factory is
+    ``Flat`` below :data:`~storage.index_plan.MIN_POINTS_PER_CENTROID` rows a list, else tuned
+    so that its recall@10 against exact search reaches ``target_recall``)."""
 
     factory: str = "Flat"
     target_recall: float = 0.95
-    min_rows_per_list: int = 39
 
     def write(self, folder: Path, collection: str, vectors: np.ndarray) -> WrittenIndex:
         """Build, tune and write the index (the :class:`storage.writer.IndexWriter` protocol)."""
-        factory = self.factory
-        lists = _ivf_lists(factory)
-        if lists is not None and len(vectors) < lists * self.min_rows_per_list:
-            factory = "Flat"
-        index = build_index(vectors, factory)
+        count, dim = (int(size) for size in vectors.shape)
+        plan = plan_factory(count, dim, self.factory)
+        index = build_index(vectors, plan.factory)
         name = index_file(collection)
         tuning, params = None, dict[str, float | int | str]()
-        if factory != "Flat" and lists is not None:
-            tuning = _tune_nprobe(index, vectors, lists, self.target_recall)
-            params = {"nprobe": tuning.value}
+        if plan.parameter is not None:
+            tuning = _tune(index, vectors, plan.parameter, plan.candidates, self.target_recall)
+            params = {tuning.parameter: tuning.value}
         write_index(index, folder / name)
-        return WrittenIndex(factory=factory, index_file=name, search_params=params, tuning=tuning)
+        return WrittenIndex(
+            factory=plan.factory, index_file=name, search_params=params, tuning=tuning
+        )
 
 
-def _ivf_lists(factory: str) -> int | None:
-    head = factory.split(",")[0]
-    if head.startswith("IVF") and head[3:].isdigit():
-        return int(head[3:])
-    return None
-
-
-def _tune_nprobe(index: Any, vectors: np.ndarray, lists: int, target: float) -> IndexTuning:
-    """The smallest power-of-two ``nprobe`` whose recall@10 against exact search reaches
-    ``target`` (:func:`storage.index_tuning.tune_index`, as the index builder tunes bundles),
-    over up to 200 stored rows as queries."""
-    candidates = [min(lists, 1 << power) for power in range(lists.bit_length() + 1)]
+def _tune(
+    index: Any,
+    vectors: np.ndarray,
+    parameter: TuningParameter,
+    candidates: Sequence[int],
+    target: float,
+) -> IndexTuning:
+    """The smallest of the planned ``candidates`` (``nprobe``: powers of two up to nlist) whose
+    recall@10 against exact search reaches ``target`` (:func:`storage.index_tuning.tune_index`,
+    as the index builder tunes bundles), over up to 200 stored rows as queries."""
     tuning = tune_index(
         index,
         vectors,
-        "nprobe",
+        parameter,
         candidates,
         target_recall=target,
         held_out_queries=_TUNING_QUERIES,
@@ -143,7 +142,7 @@ def write_items_bundle(
     variant: str | None,
     variant_fingerprint: str | None,
     seq: int,
-    index: IndexPlan,
+    index: BaseIndex,
     make_current: bool,
     source: str,
 ) -> Path:

@@ -37,8 +37,8 @@ from storage.live.base import (
     BASE_FOLDER,
     ITEMS,
     BaseError,
+    BaseIndex,
     BaseSegment,
-    IndexPlan,
     ItemRows,
     load_base,
     publish_base,
@@ -328,12 +328,12 @@ class LiveCollection:
             self._visible = staged[-1].seq
         return self._visible
 
-    def compact(self, plan: IndexPlan | None = None) -> Compaction:
+    def compact(self, index: BaseIndex | None = None) -> Compaction:
         """Write the items alive now, in row order (so the tie rule orders them as before), as
-        a new base — a bundle version with a faiss index of the spec's factory, tuned when it is
-        approximate — publish it, serve it, then empty the log: replaced versions and deleted
-        items leave memory and disk, and nothing is embedded again. Call it with nothing staged
-        (the writer's thread, between groups).
+        a new base — a bundle version with a faiss index of ``index`` (default: the spec's
+        factory), tuned when it is approximate — publish it, serve it, then empty the log:
+        replaced versions and deleted items leave memory and disk, and nothing is embedded
+        again. Call it with nothing staged (the writer's thread, between groups).
 
         Each step is atomic and durable, and a crash between two leaves a collection that opens
         to the same items: after the bundle is written and before it is published, the old
@@ -361,7 +361,7 @@ class LiveCollection:
                     variant=self.spec.variant,
                     variant_fingerprint=self.spec.variant_fingerprint,
                     seq=seq,
-                    index=plan or IndexPlan(self.spec.index),
+                    index=index or BaseIndex(self.spec.index),
                     make_current=False,
                     source=self.name,
                 )
@@ -415,7 +415,7 @@ class LiveCollection:
                 variant=self.spec.variant,
                 variant_fingerprint=self.spec.variant_fingerprint,
                 seq=view.seq,
-                index=IndexPlan(self.spec.index),
+                index=BaseIndex(self.spec.index),
                 make_current=True,
                 source=self.name,
             )

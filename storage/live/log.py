@@ -7,7 +7,7 @@ is short, fails its checksum or breaks the sequence (a write torn by a crash or 
 bits flipped in the tail): the file is truncated there and fsynced, and start-up goes on with
 the records before it. An append writes its records with one ``write`` and fsyncs the file
 before it returns, so concurrent writers that hand their records over together share one fsync
-(group commit, :mod:`service.engine.write_path`).
+(group commit, :mod:`service.engine.collection.write_path`).
 """
 
 from __future__ import annotations

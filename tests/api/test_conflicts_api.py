@@ -19,7 +19,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app
 from service.http.errors import STATUS_OF, ErrorCode
 from service.settings import Settings

@@ -20,7 +20,7 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app
 from service.http.errors import STATUS_OF, ErrorCode
 from service.lifecycle.state import STATE_ATTRIBUTE

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from service.engine.images import max_base64_chars
+from service.engine.query.images import max_base64_chars
 from service.http.errors import STATUS_OF, ErrorCode, error_kind
 from tests.api.test_errors_api import BadRequest, send
 from tests.fakes.fake_bundles import PIXELS_VARIANT, caption_id

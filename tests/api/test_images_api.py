@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
-import service.engine.images
+import service.engine.query.images
 from encoders.image_decode import ImageLimits, decode_image
 from service.settings import Settings
 from tests.fakes.fake_bundles import (
@@ -438,7 +438,7 @@ def test_decoding_and_encoding_run_off_the_event_loop(
         decoded_on_loop.append(in_event_loop())
         return decode_image(data, limits)
 
-    monkeypatch.setattr(service.engine.images, "decode_image", recording_decode)
+    monkeypatch.setattr(service.engine.query.images, "decode_image", recording_decode)
     search(multimodal.client, query={"image": b64(solid("red"))}, collection="images")
     body, headers = upload(solid("red"), ("collection", "images"))
     assert multimodal.client.post(UPLOAD, content=body, headers=headers).status_code == 200

@@ -11,7 +11,7 @@ import pytest
 from fastapi import APIRouter, Request
 from fastapi.testclient import TestClient
 
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app
 from service.http.dependencies import ContextDep, StateDep
 from service.http.routes.json_route import JsonRoute

@@ -19,7 +19,7 @@ from encoders.variant import (
     VariantManifest,
     write_variant_manifest,
 )
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app, onnx_encoder_factory
 from service.settings import Settings
 from tests.fakes.fake_bundles import write_fake_bundle

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import service.lifecycle.loading
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app
 from service.lifecycle.state import STATE_ATTRIBUTE
 from service.settings import Settings

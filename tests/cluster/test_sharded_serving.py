@@ -21,8 +21,8 @@ from cluster.router_settings import RouterSettings
 from cluster.shard_split import ShardMap, split_bundle
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
-from service.engine.catalog import ServedCollection
-from service.engine.knn import nearest
+from service.engine.collection.catalog import ServedCollection
+from service.engine.collection.knn import nearest
 from storage.reader import load_bundle
 from tests.fakes.tiny_variant import make_tiny_variant
 from tests.unit.cluster.sharded_data import hard_queries, write_hard_bundle

@@ -27,7 +27,7 @@ from schemathesis.generation.modes import GenerationMode
 from schemathesis.python import asgi
 
 from service.__main__ import openapi_document
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app
 from service.http.errors import ServiceError
 from service.http.limits import check_limits

@@ -1,7 +1,8 @@
-"""Helpers of the monitoring tests (``test_prometheus.py``, ``test_grafana_dashboard.py``): drive a
-live service so that every metric family has samples, read the metric names it exports, find the
-metric names a PromQL expression uses, and run a real Prometheus that scrapes the service with a
-configuration derived from ``deploy/prometheus/prometheus.yml``.
+"""Helpers of the monitoring tests (``test_prometheus.py``, ``test_grafana_dashboard.py``,
+``tests/unit/service/test_metrics.py``): drive a live service so that every metric family has
+samples, read the metric names it exports, find the metric names a PromQL expression uses, read
+the queries of the Grafana dashboard and of the alert rules, and run a real Prometheus that scrapes
+the service with a configuration derived from ``deploy/prometheus/prometheus.yml``.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import base64
 import copy
 import io
+import json
 import re
 import signal
 import subprocess
@@ -159,6 +161,7 @@ _KEYWORDS = frozenset(
     {"and", "or", "unless", "offset", "bool", "by", "without", "on", "ignoring", "atan2"}
     | {"group_left", "group_right", "inf", "nan"}
 )
+_FAMILY_SUFFIX = re.compile(r"_(total|bucket|sum|count)$")
 _LABEL_VALUES = re.compile(r"^\s*label_values\(\s*(?P<selector>.+?)\s*,\s*(?P<label>\w+)\s*\)\s*$")
 
 
@@ -182,6 +185,62 @@ def label_values_query(query: str) -> tuple[str, str]:
     match = _LABEL_VALUES.match(query)
     assert match is not None, f"not a label_values(selector, label) query: {query!r}"
     return match.group("selector"), match.group("label")
+
+
+def metric_family(series: str) -> str:
+    """The family a series name belongs to: ``x`` for ``x_total``, ``x_bucket``, ``x_sum`` and
+    ``x_count``, the name itself else."""
+    return _FAMILY_SUFFIX.sub("", series)
+
+
+# -- The dashboard and the alert rules ------------------------------------------------------------
+
+
+def dashboard() -> dict[str, Any]:
+    """The parsed Crisscross dashboard (``deploy/grafana/dashboards/crisscross.json``)."""
+    document: dict[str, Any] = json.loads(DASHBOARD.read_text())
+    return document
+
+
+def query_panels() -> list[dict[str, Any]]:
+    """The panels that query (rows left out), nested rows' panels included."""
+    found: list[dict[str, Any]] = []
+    for panel in dashboard()["panels"]:
+        if panel["type"] == "row":
+            found += panel.get("panels", [])
+        else:
+            found.append(panel)
+    return found
+
+
+def variable_queries() -> dict[str, str]:
+    """Each templating variable's ``label_values(...)`` query, by name."""
+    queries = {}
+    for variable in dashboard()["templating"]["list"]:
+        query = variable["query"]
+        queries[variable["name"]] = query["query"] if isinstance(query, dict) else query
+    return queries
+
+
+def panel_exprs() -> list[tuple[str, str]]:
+    """(panel title, expr) of every panel target."""
+    return [
+        (panel["title"], target["expr"]) for panel in query_panels() for target in panel["targets"]
+    ]
+
+
+def panel_metric_names() -> set[str]:
+    """The series names the panels query."""
+    return set().union(*(metric_names(expr) for _, expr in panel_exprs()))
+
+
+def dashboard_metric_names() -> set[str]:
+    """The series names the panels and the variables query."""
+    names = panel_metric_names()
+    for query in variable_queries().values():
+        selector, _ = label_values_query(query)
+        names |= metric_names(selector)
+    return names
 
 
 def alert_rules() -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ dashboard, checked against what a live service really exports.
   traffic, latency, admission, encoders, search, images, readiness and what is loaded.
 - Every metric name a panel, a variable or an alert rule uses is one a live service exports
   (after a text search, an image search and an upload, so that every family has samples), and
-  every family it exports has a panel.
+  every family it exports has a panel. (The same against the table of declarations,
+  ``service.metrics.METRICS``, needs no service: ``tests/unit/service/test_metrics.py``.)
 - A real Prometheus scraping that service evaluates every panel query (variables set to All,
   ``$__rate_interval`` to 1m) without error, and with data except where the service has had
   nothing of the kind (no 503, no refusal, no reload); the variables list the served variant,
@@ -19,33 +20,37 @@ dashboard, checked against what a live service really exports.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import require_tools
 from tests.deploy.monitoring import (
-    DASHBOARD,
     DASHBOARD_PROVIDERS,
     DATASOURCES,
     PROMETHEUS_CONFIG,
     PROMETHEUS_SERIES,
     LivePrometheus,
     alert_rules,
+    dashboard,
+    dashboard_metric_names,
     drive_traffic,
     drive_writes,
     label_values_query,
     live_config,
     live_metric_names,
     load_yaml,
+    metric_family,
     metric_names,
+    panel_exprs,
+    panel_metric_names,
+    query_panels,
     start_prometheus,
     stop_prometheus,
+    variable_queries,
     wait_for_result,
     wait_for_target_up,
 )
@@ -101,52 +106,6 @@ _RANGE_WINDOW = re.compile(r"\b(?:rate|increase|irate|\w+_over_time)\([^\[]*\[([
 def substitute(expr: str) -> str:
     """``expr`` as Grafana sends it with every variable at All (``.*``) and the intervals 1m."""
     return _VARIABLE.sub(lambda match: _INTERVALS.get(match.group(1), ".*"), expr)
-
-
-def dashboard() -> dict[str, Any]:
-    document: dict[str, Any] = json.loads(DASHBOARD.read_text())
-    return document
-
-
-def query_panels() -> list[dict[str, Any]]:
-    """The panels that query (rows left out), nested rows' panels included."""
-    found: list[dict[str, Any]] = []
-    for panel in dashboard()["panels"]:
-        if panel["type"] == "row":
-            found += panel.get("panels", [])
-        else:
-            found.append(panel)
-    return found
-
-
-def variable_queries() -> dict[str, str]:
-    """Each templating variable's ``label_values(...)`` query, by name."""
-    queries = {}
-    for variable in dashboard()["templating"]["list"]:
-        query = variable["query"]
-        queries[variable["name"]] = query["query"] if isinstance(query, dict) else query
-    return queries
-
-
-def panel_exprs() -> list[tuple[str, str]]:
-    """(panel title, expr) of every panel target."""
-    return [
-        (panel["title"], target["expr"]) for panel in query_panels() for target in panel["targets"]
-    ]
-
-
-def panel_metric_names() -> set[str]:
-    """The series names the panels query."""
-    return set().union(*(metric_names(expr) for _, expr in panel_exprs()))
-
-
-def dashboard_metric_names() -> set[str]:
-    """The series names the panels and the variables query."""
-    names = panel_metric_names()
-    for query in variable_queries().values():
-        selector, _ = label_values_query(query)
-        names |= metric_names(selector)
-    return names
 
 
 # -- Static checks --------------------------------------------------------------------------------
@@ -300,12 +259,8 @@ def test_every_metric_the_alert_rules_use_is_exported(stack: Stack) -> None:
 
 def test_every_exported_family_has_a_panel(stack: Stack) -> None:
     """A metric added to the service without a panel fails here: add one."""
-    shown = {re.sub(r"_(total|bucket|sum|count)$", "", name) for name in panel_metric_names()}
-    exported = {
-        re.sub(r"_(total|bucket|sum|count)$", "", name)
-        for name in stack.declared
-        if not name.endswith("_created")
-    }
+    shown = {metric_family(name) for name in panel_metric_names()}
+    exported = {metric_family(name) for name in stack.declared if not name.endswith("_created")}
     assert exported - shown == set(), sorted(exported - shown)
 
 

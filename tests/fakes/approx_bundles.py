@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from index_builder.index_plan import IndexSpec
 from index_builder.index_writer import index_writer
+from storage.index_plan import IndexSpec
 from storage.writer import CollectionInput, write_bundle
 from tests.fakes.clustered import clustered_vectors
 from tests.fakes.fake_encoders import FAKE_DIM, FAKE_FINGERPRINT, FAKE_VARIANT

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from service.engine.catalog import ServedCollection
+from service.engine.collection.catalog import ServedCollection
 from storage.id_table import IdTable
 from storage.index_files import build_index
 from storage.reader import LoadedCollection

@@ -25,7 +25,7 @@ import numpy.typing as npt
 from PIL import Image
 
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.lifecycle.loading import EncoderFactory
 from service.settings import Settings
 

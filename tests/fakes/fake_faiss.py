@@ -12,8 +12,8 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 
-from service.engine.catalog import ServedCollection
-from service.engine.exact_scan import ExactScan
+from service.engine.collection.catalog import ServedCollection
+from service.engine.rank.exact_scan import ExactScan
 from storage.id_table import IdTable
 from storage.reader import LoadedCollection
 

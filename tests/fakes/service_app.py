@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.engine.catalog import VariantEncoders
+from service.engine.collection.catalog import VariantEncoders
 from service.http.app import create_app
 from service.settings import Settings
 from tests.fakes.fake_bundles import (

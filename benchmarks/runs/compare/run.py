@@ -371,7 +371,7 @@ async def run_compare(
 
     Raises:
         ServiceNotReadyError: ``/readyz`` never answered 200.
-        ServiceError: the service refused a request.
+        CrisscrossError: the service refused a request.
         BenchmarkSetupError: a variant is not loaded (or a setting names none and the service
             has no default), serves collections that do not match the data, or can answer none
             of the tasks.

@@ -1,7 +1,7 @@
 """The mixed run's measured requests: one API client, each answer classified, 503s retried.
 
-A ``503`` that carries ``Retry-After`` is retried after the wait it names (capped by
-:class:`~benchmarks.drivers.http_client.RetryPolicy`) and counted in :attr:`Outcome.retries`
+A ``503`` that carries ``Retry-After`` is retried by the client after the wait it names (capped
+by :func:`~benchmarks.drivers.http_client.retry_policy`) and counted in :attr:`Outcome.retries`
 (the client's record of the exchange), not as a failure. Any other non-2xx answer, a 2xx answer
 that is not a JSON object, a timeout or a broken connection ends the request: its
 :attr:`Outcome.status` says which, and the run counts it as an error. Bodies are serialised
@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 
 import crisscross_client
-from benchmarks.drivers.http_client import JsonObject, RetryPolicy
+from benchmarks.drivers.http_client import JsonObject, retry_policy
 
 JSON_HEADERS = {"content-type": "application/json"}
 
@@ -68,14 +68,14 @@ class Caller:
         *,
         timeout_s: float,
         max_connections: int,
-        retry: RetryPolicy | None = None,
+        retry: crisscross_client.RetryPolicy | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or retry_policy()
         self._api = crisscross_client.AsyncClient(
             base_url,
             timeout=timeout_s,
-            retry=self.retry.client_policy(),
+            retry=self.retry,
             max_connections=max_connections,
             transport=transport,
         )

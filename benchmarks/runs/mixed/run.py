@@ -42,7 +42,8 @@ from typing import Any, Final
 import httpx
 from tqdm import tqdm
 
-from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError
+import crisscross_client
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
 from benchmarks.runs.environment import environment_info, load_average
 from benchmarks.runs.mixed.caller import Caller, Outcome
 from benchmarks.runs.mixed.config import MixedRunConfig
@@ -345,7 +346,7 @@ async def _drop(client: CrisscrossClient, name: str) -> bool:
     """Drop the live collection ``name``; whether it existed."""
     try:
         await client.request_json("DELETE", f"/v1/collections/{name}")
-    except ServiceError as error:
+    except crisscross_client.CrisscrossError as error:
         if error.status == 404:
             return False
         raise
@@ -356,11 +357,11 @@ async def _create(client: CrisscrossClient, config: MixedRunConfig) -> JsonObjec
     body = {"name": config.collection, "dim": config.dim, "fields": dict(FIELDS)}
     try:
         return await client.request_json("POST", "/v1/collections", body)
-    except ServiceError as error:
+    except crisscross_client.CrisscrossError as error:
         if error.status == 409:
             raise BenchmarkSetupError(
                 f"the service refused to create live collection {config.collection!r} "
-                f"({error.code}: {error.error_message}); start it with --collections-dir"
+                f"({error.code}: {error.message}); start it with --collections-dir"
             ) from error
         raise
 

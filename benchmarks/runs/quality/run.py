@@ -194,7 +194,7 @@ async def run_quality(
 
     Raises:
         ServiceNotReadyError: ``/readyz`` never answered 200.
-        ServiceError: the service refused a request (its error body is in the message).
+        CrisscrossError: the service refused a request (its error body is in the message).
         BenchmarkSetupError: a served collection's size does not match the captions file, or
             none of the requested tasks can be answered.
         FormatError / ValueError / OSError: the data files are missing, malformed or

@@ -281,7 +281,7 @@ async def run_sweep(
     Raises:
         BenchmarkSetupError: the collection is unknown or ambiguous, has no parameter to sweep,
             or the service did not search with the parameters asked for.
-        ServiceError: the service refused a request (a value above its limits, ...).
+        CrisscrossError: the service refused a request (a value above its limits, ...).
     """
     started_at = datetime.now(UTC)
     started = time.perf_counter()

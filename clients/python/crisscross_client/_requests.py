@@ -1,9 +1,6 @@
 """What each client method sends and how its answer is read, shared by the sync and the async
-client: a method builds a :class:`Plan` (one or more :class:`Call`, and how their answers
-combine); the clients only send.
-
-:data:`ROUTES` names each route the client calls with its request and answer models; the drift
-test checks them against the service's OpenAPI document.
+client: a method builds a :class:`~crisscross_client._calls.Plan` (one or more
+:class:`~crisscross_client._calls.Call`, and how their answers combine); the clients only send.
 """
 
 from __future__ import annotations
@@ -12,191 +9,36 @@ import base64
 import json
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
-from urllib.parse import quote
+from typing import Any, TypeVar
 
-import httpx
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter
 
 from crisscross_client import models as m
-from crisscross_client.bulk import ServiceLimits, cut, json_size
-from crisscross_client.errors import (
-    BadResponseError,
-    CrisscrossError,
-    error_class,
-    error_from_answer,
+from crisscross_client._calls import (
+    ROUTES,
+    Call,
+    Plan,
+    answer_error,
+    json_of,
+    model_call,
+    raw_bytes,
+    reader,
+    route_path,
+    single,
 )
+from crisscross_client.bulk import ServiceLimits, cut, json_size
+from crisscross_client.errors import BadResponseError, error_class
 from crisscross_client.images import ImageInput, image_base64, image_file
 from crisscross_client.queries import image_count, one_query, to_query
 
-R = TypeVar("R")
-T = TypeVar("T")
+__all__ = ["ROUTES", "UPLOAD_FORM_FIELDS", "Call", "Plan", "answer_error", "json_of"]
+
 M = TypeVar("M", bound=BaseModel)
-
-
-@dataclass(frozen=True)
-class Route:
-    """A route the client calls: its method and path, and the schemas (by model) of its JSON
-    request body and its answer (``None``: none, or not JSON)."""
-
-    method: str
-    path: str
-    request: type[BaseModel] | None
-    response: type[BaseModel] | None
-
-
-ROUTES: Mapping[str, Route] = {
-    "healthz": Route("GET", "/healthz", None, m.StatusResponse),
-    "readyz": Route("GET", "/readyz", None, m.StatusResponse),
-    "variants": Route("GET", "/v1/variants", None, m.VariantsResponse),
-    "collections": Route("GET", "/v1/collections", None, m.CollectionsResponse),
-    "search": Route("POST", "/v1/search", m.SearchRequest, m.SearchResponse),
-    "search_bulk": Route("POST", "/v1/search/bulk", m.BulkSearchRequest, m.BulkSearchResponse),
-    "search_upload": Route("POST", "/v1/search/upload", None, m.SearchResponse),
-    "score": Route("POST", "/v1/score", m.ScoreRequest, m.ScoreResponse),
-    "embed_texts": Route("POST", "/v1/embed", m.EmbedTexts, m.EmbedResponse),
-    "embed_images": Route("POST", "/v1/embed", m.EmbedImages, m.EmbedResponse),
-    "item": Route("GET", "/v1/items/{collection}/{id}", None, m.ItemResponse),
-    "thumbnail": Route("GET", "/v1/thumbnails/{collection}/{id}", None, None),
-    "create_collection": Route(
-        "POST", "/v1/collections", m.CreateCollectionRequest, m.LiveCollectionInfo
-    ),
-    "get_collection": Route("GET", "/v1/collections/{name}", None, m.LiveCollectionInfo),
-    "delete_collection": Route("DELETE", "/v1/collections/{name}", None, m.DropResponse),
-    "upsert": Route("POST", "/v1/collections/{name}/items", m.UpsertRequest, m.UpsertResponse),
-    "delete_items": Route(
-        "POST", "/v1/collections/{name}/items/delete", m.DeleteRequest, m.DeleteResponse
-    ),
-    "get_items": Route("POST", "/v1/collections/{name}/items/get", m.GetRequest, m.GetResponse),
-    "patch_item": Route(
-        "PATCH", "/v1/collections/{name}/items/{id}", m.PatchRequest, m.PatchResponse
-    ),
-    "compact": Route("POST", "/v1/collections/{name}/compact", None, m.CompactResponse),
-    "snapshot": Route("POST", "/v1/collections/{name}/snapshots", None, m.SnapshotResponse),
-    "reload": Route("POST", "/v1/admin/reload", m.ReloadRequest, m.ReloadResponse),
-    "embeddings": Route("POST", "/v1/embeddings", m.EmbeddingsRequest, m.EmbeddingsResponse),
-    "models": Route("GET", "/v1/models", None, m.ModelsResponse),
-}
-
 
 UPLOAD_FORM_FIELDS = frozenset(
     {"file", "collection", "k", "variant", "exclude", "include_metadata", "offset", "search_params"}
 )
 """The form fields :func:`search_upload` may send (``POST /v1/search/upload``)."""
-
-
-def _segment(value: str) -> str:
-    return quote(value, safe=":@")
-
-
-def _path(route: str, **parts: str) -> str:
-    return ROUTES[route].path.format(**{key: _segment(value) for key, value in parts.items()})
-
-
-@dataclass(frozen=True)
-class Call(Generic[R]):
-    """One HTTP request and how its answer is read.
-
-    Attributes:
-        idempotent: whether sending it twice does no more than sending it once (see
-            :mod:`crisscross_client._transport`).
-        retry: whether it may be retried at all.
-    """
-
-    method: str
-    path: str
-    read: Callable[[httpx.Response], R]
-    json: Any = None
-    content: bytes | None = None
-    params: Mapping[str, str] | None = None
-    files: Mapping[str, tuple[str, bytes, str]] | None = None
-    data: Mapping[str, str] | None = None
-    headers: Mapping[str, str] | None = None
-    idempotent: bool = True
-    retry: bool = True
-
-
-@dataclass(frozen=True)
-class Plan(Generic[R, T]):
-    """The calls one client method makes, in order, and how their answers make its result."""
-
-    calls: Sequence[Call[R]]
-    combine: Callable[[list[R]], T]
-
-
-def single(call: Call[R]) -> Plan[R, R]:
-    """A plan of one call whose answer is the result."""
-    return Plan([call], lambda answers: answers[0])
-
-
-def json_of(response: httpx.Response) -> Any:
-    """The JSON body of a 2xx answer.
-
-    Raises:
-        BadResponseError: not JSON.
-    """
-    try:
-        return response.json()
-    except ValueError as error:
-        raise BadResponseError(
-            f"expected JSON, got {response.text[:200]!r}",
-            status=response.status_code,
-            request_id=response.headers.get("x-request-id"),
-            method=response.request.method,
-            url=str(response.request.url),
-        ) from error
-
-
-def reader(model: type[M]) -> Callable[[httpx.Response], M]:
-    """Reads a 2xx answer as ``model``; :class:`BadResponseError` when it is not one."""
-
-    def read(response: httpx.Response) -> M:
-        try:
-            return model.model_validate(json_of(response))
-        except ValidationError as error:
-            raise BadResponseError(
-                f"the answer is not a {model.__name__}: {error}",
-                status=response.status_code,
-                request_id=response.headers.get("x-request-id"),
-                method=response.request.method,
-                url=str(response.request.url),
-            ) from error
-
-    return read
-
-
-def raw_bytes(response: httpx.Response) -> bytes:
-    """The answer's body as bytes."""
-    return response.content
-
-
-def model_call(
-    route: str,
-    answer: type[M],
-    body: BaseModel | None = None,
-    *,
-    idempotent: bool = True,
-    params: Mapping[str, str] | None = None,
-    **parts: str,
-) -> Call[M]:
-    """A call of ``route`` with a request model, read as ``answer`` (the route's answer
-    model in :data:`ROUTES`)."""
-    spec = ROUTES[route]
-    if spec.response is not answer:
-        raise ValueError(f"{route} answers {spec.response}, not {answer.__name__}")
-    payload = None
-    if body is not None:
-        payload = body.body() if isinstance(body, m.RequestModel) else body.model_dump(mode="json")
-    return Call(
-        spec.method,
-        _path(route, **parts),
-        reader(answer),
-        json=payload,
-        params=params,
-        idempotent=idempotent,
-    )
-
 
 # --- search -----------------------------------------------------------------------------------
 
@@ -491,7 +333,7 @@ def thumbnail(collection: str, id: str, variant: str | None) -> Plan[bytes, byte
     """``GET /v1/thumbnails/{collection}/{id}``: JPEG bytes."""
     params = None if variant is None else {"variant": variant}
     return single(
-        Call("GET", _path("thumbnail", collection=collection, id=id), raw_bytes, params=params)
+        Call("GET", route_path("thumbnail", collection=collection, id=id), raw_bytes, params=params)
     )
 
 
@@ -628,20 +470,3 @@ def reload(bundle: str | None, version: str | None) -> Plan[m.ReloadResponse, m.
     """``POST /v1/admin/reload``."""
     body = m.ReloadRequest(bundle=bundle, version=version)
     return single(model_call("reload", m.ReloadResponse, body, idempotent=False))
-
-
-def answer_error(response: httpx.Response, retry_after: float | None) -> CrisscrossError:
-    """The exception for an error answer."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    return error_from_answer(
-        response.status_code,
-        body,
-        response.text,
-        request_id=response.headers.get("x-request-id"),
-        retry_after=retry_after,
-        method=response.request.method,
-        url=str(response.request.url),
-    )

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from crisscross_client._requests import Call
+from crisscross_client._calls import Call
 from crisscross_client._transport import RetryPolicy
 from crisscross_client.bulk import ServiceLimits
 from crisscross_client.errors import ClientTimeoutError, ConnectionFailedError, CrisscrossError
@@ -49,6 +49,18 @@ class ClientSettings:
         if api_key is not None:
             self.headers["authorization"] = f"Bearer {api_key}"
         self.last = LastResponse()
+
+    def pool(self, max_connections: int) -> dict[str, Any]:
+        """The arguments of ``httpx.Client`` (or ``httpx.AsyncClient``) for these settings and
+        a pool of ``max_connections``."""
+        return {
+            "base_url": self.base_url,
+            "headers": self.headers,
+            "timeout": httpx.Timeout(self.timeout),
+            "limits": httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+        }
 
     def record(
         self,

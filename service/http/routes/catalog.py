@@ -7,9 +7,9 @@ from typing import Annotated, cast
 
 from fastapi import APIRouter, Header, Query, Response
 
-from service.engine.query import ItemSide
-from service.engine.search_params import default_params, index_kind, on_disk
-from service.engine.searcher import Searcher
+from service.engine.query.query import ItemSide
+from service.engine.rank.search_params import default_params, index_kind, on_disk
+from service.engine.search.searcher import Searcher
 from service.exceptions import NotFoundError, quoted
 from service.http.dependencies import CatalogDep, StateDep
 from service.http.routes import AUTH_ERRORS, error_responses

@@ -1,7 +1,7 @@
 """Live collections: ``POST /v1/collections`` (create), ``GET`` and ``DELETE
 /v1/collections/{name}``, and the writes and reads of their items — upsert, delete by ids or
 by filter, get, metadata patch. A write answered 200 is fsynced to the collection's log and
-seen by every search after it (:mod:`service.engine.write_path`)."""
+seen by every search after it (:mod:`service.engine.collection.write_path`)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,18 @@ import dataclasses
 
 from fastapi import APIRouter, Depends, Response
 
-from service.engine.item_writes import (
+from service.engine.collection.live_collections import LiveCollections
+from service.engine.writes.collection_creation import (
+    NewCollection,
+    SnapshotSource,
+    create_live_collection,
+)
+from service.engine.writes.item_writes import (
     NewItem,
     delete_filter_plan,
     delete_ids_plan,
     patch_plan,
     upsert_of,
-)
-from service.engine.live_collections import LiveCollections, LiveEntry
-from service.exceptions import (
-    BundleRejectedError,
-    InvalidQueryError,
-    OverloadedError,
-    VariantMismatchError,
 )
 from service.http.dependencies import (
     CatalogDep,
@@ -50,8 +49,6 @@ from service.http.schemas.collections import (
     UpsertResponse,
 )
 from service.lifecycle.state import ServiceState
-from storage.live.base import ITEMS, BaseError, SnapshotInfo, read_snapshot
-from storage.live.collection import CollectionSpec, now_text
 
 router = APIRouter(tags=["collections"], route_class=JsonRoute)
 plain_router = APIRouter(tags=["collections"])
@@ -80,26 +77,6 @@ def _live(state: ServiceState) -> LiveCollections:
     return live
 
 
-def _check_room(state: ServiceState, entry: LiveEntry, rows: int) -> None:
-    """503 overloaded before anything is embedded when the write would pass a high-water mark."""
-    settings, collection = state.settings, entry.collection
-    reason = None
-    if collection.own_rows + rows > settings.max_live_rows:
-        reason = (
-            f"it holds {collection.own_rows} rows written since its base and this write adds "
-            f"{rows} (max_live_rows={settings.max_live_rows})"
-        )
-    elif collection.log_bytes >= settings.max_log_bytes:
-        reason = (
-            f"its log holds {collection.log_bytes} bytes (max_log_bytes={settings.max_log_bytes})"
-        )
-    if reason is not None:
-        raise OverloadedError(
-            f"collection {collection.name!r} takes no more writes now: {reason}",
-            settings.write_retry_after_s,
-        )
-
-
 @router.post(
     "/v1/collections",
     response_model=LiveCollectionInfo,
@@ -115,50 +92,20 @@ async def create_collection(
     images are embedded on upsert) or of client vectors of dimension ``dim``; or started from
     a snapshot (``from_snapshot``), whose items become its base. Needs an admin key when keys
     are configured. A name a bundle collection or a live one has is 409 collection_exists."""
-    live = _live(state)
-    dim, variant_name, fields = body.dim, body.variant, dict(body.fields)
-    fingerprint = None
-    base_from = None
-    base_collection = ITEMS
-    if body.from_snapshot is not None:
-        ref = body.from_snapshot
-        base_from = live.snapshot_path(ref.collection, ref.version)
-    elif body.from_bundle is not None:
-        served = catalog.collection_named(body.from_bundle)
-        base_collection = served.name
-        base_from = state.settings.bundles_root / served.bundle / served.bundle_version
-    if base_from is not None:
-        try:
-            found: SnapshotInfo = read_snapshot(base_from, base_collection)
-        except BaseError as exc:
-            raise BundleRejectedError(str(exc)) from None
-        dim, variant_name, fields = found.dim, found.variant, dict(found.fields)
-        fingerprint = found.variant_fingerprint
-    if variant_name is not None:
-        variant = catalog.resolve_variant(variant_name)
-        if fingerprint is not None and fingerprint != variant.fingerprint:
-            raise VariantMismatchError(
-                f"the snapshot or bundle was embedded by another build of variant "
-                f"{variant_name!r} than the one served"
-            )
-        dim, fingerprint = variant.dim, variant.fingerprint
-    assert dim is not None
-    if len(body.fields) > state.settings.max_collection_fields:
-        raise InvalidQueryError(
-            f"fields: {len(body.fields)} fields, more than "
-            f"max_collection_fields={state.settings.max_collection_fields}"
-        )
-    spec = CollectionSpec(
+    new = NewCollection(
         name=body.name,
-        dim=dim,
-        fields=fields,
-        variant=variant_name,
-        variant_fingerprint=fingerprint,
-        created=now_text(),
+        variant=body.variant,
+        dim=body.dim,
+        fields=dict(body.fields),
         index=body.index,
+        from_snapshot=(
+            None
+            if body.from_snapshot is None
+            else SnapshotSource(body.from_snapshot.collection, body.from_snapshot.version)
+        ),
+        from_bundle=body.from_bundle,
     )
-    taken = {c.name for c in catalog.collections} | {c.qualified_name for c in catalog.collections}
-    entry = await live.create(spec, taken, base_from, base_collection)
+    entry = await create_live_collection(new, _live(state), catalog, state.settings)
     return Response(
         LiveCollectionInfo.of(entry).model_dump_json(),
         status_code=201,
@@ -209,8 +156,7 @@ async def upsert_items(
     embed) and embedded before anything is logged; any bad item refuses the request, naming it
     (``items.3.vector``). An id that exists is replaced. The answer comes once the write is
     fsynced to the log and every search sees it."""
-    entry = _live(state).require(name)
-    _check_room(state, entry, len(body.items))
+    entry = _live(state).admit(name, len(body.items))
     items = [
         NewItem(
             item_id=item.id,
@@ -295,8 +241,7 @@ async def patch_item(
     """Merge ``metadata`` into the stored item's (a null removes a field), or replace it with
     ``merge`` false; the vector and text stay. 404 when the item does not exist when the patch
     is logged."""
-    entry = _live(state).require(name)
-    _check_room(state, entry, 1)
+    entry = _live(state).admit(name, 1)
     result = await entry.writer.write(patch_plan(entry, id, body.metadata, body.merge), context)
     state.metrics.writes.labels(name, "patch", "items").inc(result.done)
     return PatchResponse(seq=result.seq)

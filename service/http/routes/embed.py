@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
-from service.engine.images import ImagePayload
+from service.engine.query.images import ImagePayload
 from service.http.dependencies import CatalogDep, ContextDep, StateDep, require_json
 from service.http.routes import JSON_BODY_ERRORS
 from service.http.routes.json_route import JsonRoute

@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 from fastapi import APIRouter, Depends
 
-from service.engine.catalog import Catalog, ServedVariant
-from service.engine.images import ImagePayload
+from service.engine.collection.catalog import Catalog, ServedVariant
+from service.engine.query.images import ImagePayload
 from service.http.dependencies import CatalogDep, ContextDep, StateDep, require_json
 from service.http.errors import ErrorCode, ServiceError
 from service.http.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses

@@ -11,10 +11,10 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.datastructures import FormData, UploadFile
 
-from service.engine.images import ImagePayload, refuse_oversized_file
-from service.engine.live_queries import live_variant
-from service.engine.query import ImageSide, SearchQuery
-from service.engine.searcher import Answer
+from service.engine.query.images import ImagePayload, refuse_oversized_file
+from service.engine.query.query import ImageSide, SearchQuery
+from service.engine.search.planner import live_variant
+from service.engine.search.searcher import Answer
 from service.exceptions import DomainError, ImageRefusedError, quoted
 from service.http.dependencies import (
     CatalogDep,

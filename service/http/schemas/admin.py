@@ -11,8 +11,8 @@ from pydantic import (
     model_validator,
 )
 
+from service.engine.collection.name_patterns import BUNDLE_VERSION
 from service.http.schemas.wire import StrictRequest
-from storage.layout import VERSION_PATTERN
 
 BundleName = Annotated[
     str, Field(min_length=1, max_length=128, description="A served bundle's name.")
@@ -22,7 +22,7 @@ BundleName = Annotated[
 BundleVersion = Annotated[
     str,
     Field(
-        pattern=VERSION_PATTERN.pattern,
+        pattern=BUNDLE_VERSION.pattern,
         description="A version folder of the bundle (need not be the one CURRENT names).",
     ),
 ]

@@ -8,7 +8,7 @@ from pydantic import (
     Field,
 )
 
-from service.engine.query import (
+from service.engine.query.query import (
     SearchQuery,
 )
 from service.http.schemas.search import SearchPageResult, SearchRequest, Timings

@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from formats.field_types import FIELD_NAME_PATTERN, FieldType, field_name_problem
-from service.engine.filter_grammar import Filter
-from service.engine.live_collections import LiveEntry
+from service.engine.collection.live_collections import LiveEntry
+from service.engine.collection.name_patterns import LIVE_COLLECTION_NAME
+from service.engine.query.filter_grammar import Filter
 from service.http.schemas.wire import (
     Base64Image,
     DimensionInteger,
@@ -18,9 +19,8 @@ from service.http.schemas.wire import (
     QueryText,
     StrictRequest,
 )
-from storage.live.collection import NAME_PATTERN
 
-COLLECTION_NAME_PATTERN = NAME_PATTERN.pattern
+COLLECTION_NAME_PATTERN = LIVE_COLLECTION_NAME.pattern
 FieldName = Annotated[str, Field(pattern=FIELD_NAME_PATTERN.pattern)]
 """A metadata field's name (``id`` is refused by the model: every item has an id of its own)."""
 ItemVector = Annotated[
@@ -53,7 +53,7 @@ class SnapshotRef(StrictRequest):
     """A snapshot to start a collection from: the live collection it was taken of, and its
     version (``POST /v1/collections/{name}/snapshots`` answers it)."""
 
-    collection: str = Field(pattern=NAME_PATTERN.pattern)
+    collection: str = Field(pattern=COLLECTION_NAME_PATTERN)
     version: str = Field(pattern=r"^[0-9]{8}T[0-9]{12}Z$")
 
 

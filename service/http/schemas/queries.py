@@ -1,5 +1,5 @@
 """One side of a query on the wire — ``{"text"}``, ``{"image"}``, ``{"item"}`` or ``{"vector"}``
-— and its view in the engine (:mod:`service.engine.query`)."""
+— and its view in the engine (:mod:`service.engine.query.query`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pydantic import (
     Tag,
 )
 
-from service.engine.images import ImagePayload
-from service.engine.query import (
+from service.engine.query.images import ImagePayload
+from service.engine.query.query import (
     ImageSide,
     ItemSide,
     TextSide,

@@ -8,7 +8,7 @@ from pydantic import (
     Field,
 )
 
-from service.engine.query import (
+from service.engine.query.query import (
     QuerySide,
 )
 from service.http.schemas.queries import QueryInput

@@ -15,14 +15,14 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypedDict
 
-from service.engine.filter_grammar import Filter
-from service.engine.fusion import Fusion
-from service.engine.levers import DEFAULT_FUSION, Levers, Rerank
-from service.engine.query import (
+from service.engine.query.filter_grammar import Filter
+from service.engine.query.levers import DEFAULT_FUSION, Levers, Rerank
+from service.engine.query.query import (
     PageRequest,
     SearchQuery,
 )
-from service.engine.search_params import SearchOverride
+from service.engine.rank.fusion import Fusion
+from service.engine.rank.search_params import SearchOverride
 from service.http.schemas.queries import QueryInput
 from service.http.schemas.wire import (
     EXAMPLE_CAPTION_ID,

@@ -8,7 +8,7 @@ import pytest
 from cluster.__main__ import build_parser as cluster_parser
 from index_builder.__main__ import build_parser as index_builder_parser
 from index_builder.build_options import index_spec, ingest_options, input_kind
-from index_builder.index_plan import IndexSpec
+from storage.index_plan import IndexSpec
 
 COMMON = ["build", "--variant", "v", "--texts", "t.jsonl", "--name", "products"]
 

@@ -17,8 +17,8 @@ from cluster.router_app import create_router_app
 from cluster.router_settings import RouterSettings
 from cluster.shard_router import ShardRouter, ShardSpec
 from cluster.shard_split import ShardMap, split_bundle
-from service.engine.catalog import ServedCollection
-from service.engine.knn import nearest
+from service.engine.collection.catalog import ServedCollection
+from service.engine.collection.knn import nearest
 from storage.reader import load_bundle
 from tests.unit.cluster.sharded_data import (
     DIM,

@@ -23,8 +23,8 @@ from cluster.shard_router import (
     parse_shard_answer,
 )
 from cluster.shard_split import ShardMap, split_bundle
-from service.engine.catalog import ServedCollection
-from service.engine.knn import nearest
+from service.engine.collection.catalog import ServedCollection
+from service.engine.collection.knn import nearest
 from storage.reader import load_bundle
 from tests.unit.cluster.sharded_data import (
     LocalShardClient,

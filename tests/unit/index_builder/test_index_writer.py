@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from index_builder.index_plan import IndexPlanError, IndexSpec, plan_index
 from index_builder.index_writer import PlannedIndex, index_writer
 from storage.index_files import search_parameter
+from storage.index_plan import IndexPlanError, IndexSpec, plan_index
 from storage.manifest import BundleError, TuningParameter, read_manifest, verify_bundle
 from storage.reader import load_bundle
 from storage.writer import CollectionInput, write_bundle

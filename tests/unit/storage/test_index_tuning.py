@@ -8,9 +8,9 @@ import faiss
 import numpy as np
 import pytest
 
-from index_builder.index_plan import IndexSpec, plan_index
 from index_builder.index_writer import training_sample
 from storage.index_files import search_parameter, trained_empty_index
+from storage.index_plan import IndexSpec, plan_index
 from storage.index_tuning import (
     exact_kth_scores,
     held_out_rows,

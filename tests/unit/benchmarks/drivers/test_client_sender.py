@@ -8,22 +8,25 @@ import httpx
 import pytest
 
 from benchmarks.drivers.client_sender import FAILURES_LOGGED, client_senders
-from benchmarks.drivers.http_client import ServiceError
 from benchmarks.drivers.sender import TransportFailure
+from crisscross_client import BadResponseError, ClientTimeoutError, ConnectionFailedError
+from crisscross_client.errors import OverloadedError
 
 
 def test_client_senders_report_statuses_and_failures(caplog: pytest.LogCaptureFixture) -> None:
     async def call(index: int) -> object:
         if index == 1:
-            raise ServiceError(503, "overloaded", "full", None, "POST", "/v1/search")
+            raise OverloadedError(
+                "full", status=503, code="overloaded", method="POST", url="/v1/search"
+            )
         if index == 2:
-            raise ServiceError(200, "bad_response", "not JSON", None, "POST", "/v1/search")
+            raise BadResponseError("not JSON", status=200, code="bad_response")
         if index == 3:
-            raise httpx.ReadTimeout("slow")
+            raise ClientTimeoutError("no answer") from httpx.ReadTimeout("slow")
         if index == 4:
-            raise httpx.ConnectError("refused")
+            raise ConnectionFailedError("no answer") from httpx.ConnectError("refused")
         if index == 5:
-            raise httpx.RemoteProtocolError("reset")
+            raise ConnectionFailedError("no answer") from httpx.RemoteProtocolError("reset")
         if index == 6:
             raise httpx.DecodingError("garbled")
         return None

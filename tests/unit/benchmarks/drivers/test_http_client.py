@@ -12,14 +12,14 @@ import pytest
 
 from benchmarks.drivers.http_client import (
     CrisscrossClient,
-    RetryPolicy,
     SearchResponse,
-    ServiceError,
     ServiceNotReadyError,
     retry_after_seconds,
+    retry_policy,
     search_body,
 )
 from benchmarks.drivers.query_sides import item_ref, text_query
+from crisscross_client import ClientTimeoutError, CrisscrossError
 
 
 def _client(transport: httpx.MockTransport, **kwargs: object) -> CrisscrossClient:
@@ -37,7 +37,7 @@ def test_error_body_is_in_the_exception() -> None:
         async with _client(transport) as client:
             await client.search(text_query("a dog"), "captions", 5000)
 
-    with pytest.raises(ServiceError) as caught:
+    with pytest.raises(CrisscrossError) as caught:
         asyncio.run(scenario())
     error = caught.value
     assert error.status == 422
@@ -53,7 +53,7 @@ def test_non_json_error_body_is_kept_as_text() -> None:
         async with _client(transport) as client:
             await client.collections()
 
-    with pytest.raises(ServiceError, match="bad gateway"):
+    with pytest.raises(CrisscrossError, match="bad gateway"):
         asyncio.run(scenario())
 
 
@@ -85,16 +85,16 @@ def test_retries_are_bounded_and_503_without_retry_after_is_not_retried() -> Non
         return _error(503, "overloaded", {"Retry-After": "0"})
 
     async def scenario(path: str) -> None:
-        async with _client(httpx.MockTransport(handler), retry=RetryPolicy(max_retries=2)) as c:
+        async with _client(httpx.MockTransport(handler), retry=retry_policy(max_retries=2)) as c:
             if path == "search":
                 await c.search(text_query("x"), "captions", 10)
             else:
                 await c.collections()
 
-    with pytest.raises(ServiceError, match="overloaded"):
+    with pytest.raises(CrisscrossError, match="overloaded"):
         asyncio.run(scenario("search"))
     assert calls.count("/v1/search") == 3
-    with pytest.raises(ServiceError, match="not_ready"):
+    with pytest.raises(CrisscrossError, match="not_ready"):
         asyncio.run(scenario("collections"))
     assert calls.count("/v1/collections") == 1
 
@@ -144,7 +144,7 @@ def test_score_count_mismatch_is_an_error() -> None:
         async with _client(transport) as client:
             await client.score([(text_query("a"), text_query("b"))])
 
-    with pytest.raises(ServiceError, match="asked for 1 scores"):
+    with pytest.raises(CrisscrossError, match="asked for 1 scores"):
         asyncio.run(scenario())
 
 
@@ -172,15 +172,15 @@ def test_bulk_search_answers_each_search_or_its_error() -> None:
         search_body(item_ref("captions", "nope"), "captions", 5, exclude=["nope"], variant="v"),
     ]
 
-    async def scenario() -> list[SearchResponse | ServiceError]:
+    async def scenario() -> list[SearchResponse | CrisscrossError]:
         async with _client(httpx.MockTransport(handler)) as client:
             return await client.search_bulk(searches)
 
     found, refused = asyncio.run(scenario())
     assert isinstance(found, SearchResponse)
     assert (found.ids, found.scores, found.bundle_version) == (["c2"], [0.5], "1")
-    assert isinstance(refused, ServiceError)
-    assert (refused.status, refused.code, refused.error_message) == (
+    assert isinstance(refused, CrisscrossError)
+    assert (refused.status, refused.code, refused.message) == (
         404,
         "not_found",
         "unknown item",
@@ -202,7 +202,7 @@ def test_bulk_search_with_a_wrong_answer_count_is_an_error() -> None:
         async with _client(transport) as client:
             await client.search_bulk([search_body(text_query("a"), "captions", 1)])
 
-    with pytest.raises(ServiceError, match="asked 1 searches"):
+    with pytest.raises(CrisscrossError, match="asked 1 searches"):
         asyncio.run(scenario())
 
 
@@ -257,9 +257,10 @@ def test_the_harness_client_is_the_project_client_with_the_harness_rule() -> Non
             "http://svc", transport=httpx.MockTransport(handler), api_key="k" * 16
         )
         async with client:
-            with pytest.raises(httpx.ReadTimeout):
+            with pytest.raises(ClientTimeoutError) as timed_out:
                 await client.variants()
-            with pytest.raises(ServiceError, match="overloaded"):
+            assert isinstance(timed_out.value.__cause__, httpx.ReadTimeout)
+            with pytest.raises(CrisscrossError, match="overloaded"):
                 await client.search(text_query("x"), "captions", 1, retry=False)
             info = client.api.last_response
             assert info is not None
@@ -268,7 +269,7 @@ def test_the_harness_client_is_the_project_client_with_the_harness_rule() -> Non
     asyncio.run(scenario())
     assert [request.url.path for request in seen] == ["/v1/variants", "/v1/search"]
     assert seen[0].headers["authorization"] == "Bearer " + "k" * 16
-    policy = RetryPolicy(max_retries=2, max_wait_s=4.0).client_policy()
+    policy = retry_policy(max_retries=2, max_wait_s=4.0)
     assert (policy.max_retries, policy.max_retry_after_s) == (2, 4.0)
     assert policy.statuses == frozenset({503})
     assert policy.require_retry_after

@@ -9,9 +9,9 @@ import pytest
 
 from benchmarks.drivers.client_sender import client_senders
 from benchmarks.drivers.closed_loop import warmed_closed_loop
-from benchmarks.drivers.http_client import ServiceError
 from benchmarks.drivers.level_summary import latency_result, summarize
 from benchmarks.drivers.samples import LevelRun, Sample
+from crisscross_client.errors import OverloadedError
 
 
 def _sample(
@@ -117,7 +117,9 @@ def test_latency_result_counts_warmup_errors_and_concurrency() -> None:
         try:
             await asyncio.sleep(0.002)
             if index in {7, 12}:
-                raise ServiceError(503, "overloaded", "full", None, "POST", "/v1/search")
+                raise OverloadedError(
+                    "full", status=503, code="overloaded", method="POST", url="/v1/search"
+                )
         finally:
             in_flight -= 1
         return None

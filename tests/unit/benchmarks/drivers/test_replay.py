@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.drivers import replay
-from benchmarks.drivers.http_client import CrisscrossClient, JsonObject, ServiceError
+from benchmarks.drivers.http_client import CrisscrossClient, JsonObject
 from benchmarks.drivers.query_sides import (
     ImageFile,
     PairSide,
@@ -25,6 +25,7 @@ from benchmarks.drivers.replay import (
     replay_scores,
     score_batches,
 )
+from crisscross_client import CrisscrossError
 from evaluation.data.ground_truth import t2t_cocaptions_task, t2t_task
 from tests.fakes.fake_service import FakeService, toy_similarity
 from tests.fakes.tiny_data import TinyDataset
@@ -106,7 +107,7 @@ def test_pages_down_the_ladder_give_the_ranks_of_one_search_at_k(
 
 
 def test_a_refused_search_fails_the_replay_naming_its_query(tiny: TinyDataset) -> None:
-    with pytest.raises(ServiceError, match=r"query '.+' \(\d+ of \d+ in its bulk failed\)"):
+    with pytest.raises(CrisscrossError, match=r"query '.+' \(\d+ of \d+ in its bulk failed\)"):
         _replay(FakeService(tiny.captions, towers=("image",)), tiny)
 
 

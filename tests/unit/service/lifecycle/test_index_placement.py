@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from service.engine.gpu_index import GPU_MAX_K, GpuSearchIndex
+from service.engine.rank.gpu_index import GPU_MAX_K, GpuSearchIndex
 from service.lifecycle.index_placement import FaissPlacementError, faiss_gpu_count, place_index
 from storage.index_files import build_index
 from tests.fakes.fake_faiss import FakeCpuFaiss, FakeGpuFaiss, FakeResources

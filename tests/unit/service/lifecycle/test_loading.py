@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import service.lifecycle.loading
-from service.engine.catalog import Catalog, StoreLoadError
-from service.engine.gpu_index import GpuSearchIndex
-from service.engine.knn import nearest
+from service.engine.collection.catalog import Catalog, StoreLoadError
+from service.engine.collection.knn import nearest
+from service.engine.rank.gpu_index import GpuSearchIndex
 from service.exceptions import BundleRejectedError, InvalidQueryError, NotFoundError
 from service.lifecycle.index_placement import place_index
 from service.lifecycle.loading import BundleChange, load_catalog, reload_bundles

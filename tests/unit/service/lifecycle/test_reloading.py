@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from service.engine.catalog import Catalog
+from service.engine.collection.catalog import Catalog
 from service.lifecycle.loading import load_catalog
 from service.lifecycle.reload_broadcast import ReloadAck, ReloadBroadcast
 from service.lifecycle.reloading import apply_latest_order, catch_up, reload_here

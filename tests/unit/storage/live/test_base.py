@@ -13,7 +13,7 @@ from storage.live.base import (
     BASE_FOLDER,
     ITEMS,
     BaseError,
-    IndexPlan,
+    BaseIndex,
     ItemRows,
     load_base,
     publish_base,
@@ -37,7 +37,7 @@ def _rows(n: int, seed: int = 0) -> ItemRows:
     )
 
 
-def _write(folder: Path, rows: ItemRows, plan: IndexPlan | None = None) -> Path:
+def _write(folder: Path, rows: ItemRows, index: BaseIndex | None = None) -> Path:
     return write_items_bundle(
         folder,
         BASE_FOLDER,
@@ -46,7 +46,7 @@ def _write(folder: Path, rows: ItemRows, plan: IndexPlan | None = None) -> Path:
         variant=None,
         variant_fingerprint=None,
         seq=7,
-        index=plan or IndexPlan(),
+        index=index or BaseIndex(),
         make_current=False,
         source="things",
     )
@@ -90,7 +90,7 @@ def test_a_damaged_bundle_is_not_a_snapshot(tmp_path: Path) -> None:
 
 def test_an_ivf_index_is_tuned_to_its_target_and_recorded(tmp_path: Path) -> None:
     rows = _rows(400, seed=3)
-    version = _write(tmp_path, rows, IndexPlan("IVF4,Flat", target_recall=0.9))
+    version = _write(tmp_path, rows, BaseIndex("IVF4,Flat", target_recall=0.9))
     items = load_base(tmp_path, version.name, 7, DIM).items
     assert items.factory == "IVF4,Flat"
     tuning = items.tuning
@@ -99,7 +99,7 @@ def test_an_ivf_index_is_tuned_to_its_target_and_recorded(tmp_path: Path) -> Non
     assert tuning.recall_at_10 >= 0.9
     assert items.search_params == {"nprobe": tuning.value}
     assert [point.value for point in tuning.sweep][-1] == tuning.value
-    written = IndexPlan("IVF64,Flat").write(tmp_path, "few", rows.vectors[:100])
+    written = BaseIndex("IVF64,Flat").write(tmp_path, "few", rows.vectors[:100])
     assert written.factory == "Flat"  # fewer than 39 rows per list: exact
 
 

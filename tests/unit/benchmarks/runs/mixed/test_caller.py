@@ -9,7 +9,7 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from benchmarks.drivers.http_client import RetryPolicy
+from benchmarks.drivers.http_client import retry_policy
 from benchmarks.runs.mixed.caller import Caller, Outcome
 
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -21,7 +21,7 @@ def call(handler: Handler, body: bytes | dict[str, object] = b"{}", retries: int
             "http://fake/",
             timeout_s=5.0,
             max_connections=2,
-            retry=RetryPolicy(max_retries=retries, max_wait_s=0.01),
+            retry=retry_policy(max_retries=retries, max_wait_s=0.01),
             transport=httpx.MockTransport(handler),
         ) as caller:
             return await caller.post("/v1/search", body)

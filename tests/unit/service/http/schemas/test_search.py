@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from service.engine.search_params import SearchOverride
+from service.engine.rank.search_params import SearchOverride
 from service.http.schemas.search import SearchRequest, SearchUploadForm
 
 QUERY = {"query": {"text": "a dog"}, "collection": "captions"}

@@ -1,0 +1,443 @@
+"""The public methods of :class:`~crisscross_client.Client` and
+:class:`~crisscross_client.AsyncClient`, each written once.
+
+Each method here builds the :class:`~crisscross_client._calls.Plan` of its requests (with
+the shared builders of :mod:`crisscross_client._requests`); the decorator
+:func:`~crisscross_client._endpoint.endpoint` makes it a plain method of the sync client and a
+coroutine method of the async one, with this signature and docstring, returning the plan's
+result (see the README's "How the client is built").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from crisscross_client import _requests as rq
+from crisscross_client import models as m
+from crisscross_client._calls import Call, Plan, as_is, json_of, single
+from crisscross_client._endpoint import endpoint
+from crisscross_client._settings import ClientSettings
+from crisscross_client._transport import RetryPolicy
+from crisscross_client.bulk import ServiceLimits
+from crisscross_client.images import ImageInput
+from crisscross_client.queries import ItemInput
+from crisscross_client.response_info import ResponseInfo
+
+
+class ClientMethods:
+    """What both clients have: their settings, and every public method (see the module)."""
+
+    _settings: ClientSettings
+
+    @property
+    def base_url(self) -> str:
+        """The service root."""
+        return self._settings.base_url
+
+    @property
+    def limits(self) -> ServiceLimits:
+        """The per-request limits long inputs are cut by."""
+        return self._settings.limits
+
+    @limits.setter
+    def limits(self, value: ServiceLimits) -> None:
+        self._settings.limits = value
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """How failed calls are retried."""
+        return self._settings.retry
+
+    @property
+    def last_response(self) -> ResponseInfo | None:
+        """The last call's final exchange in this thread (sync client) or asyncio task (async
+        client): status, headers (``x-request-id``, ``x-timing-*``), latency, attempts."""
+        return self._settings.last.get()
+
+    # --- any route ------------------------------------------------------------------------------
+
+    @endpoint
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        params: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+        idempotent: bool | None = None,
+        retry: bool = True,
+    ) -> Plan[Any, httpx.Response]:
+        """Send any request under the base URL, with the client's keys and retries.
+
+        Args:
+            idempotent: whether repeating it is harmless (default: for GET, HEAD, OPTIONS).
+            retry: whether it may be retried at all.
+
+        Returns:
+            The 2xx answer.
+
+        Raises:
+            CrisscrossError: an error answer, or no answer.
+        """
+        if idempotent is None:
+            idempotent = method.upper() in ("GET", "HEAD", "OPTIONS")
+        call = Call(
+            method.upper(),
+            path,
+            as_is,
+            json=json,
+            content=content,
+            params=params,
+            headers=headers,
+            idempotent=idempotent,
+            retry=retry,
+        )
+        return single(call)
+
+    @endpoint
+    def load_limits(self) -> Plan[Any, ServiceLimits]:
+        """Read the service's limits from its OpenAPI document (``GET /openapi.json``) and cut
+        long inputs by them from now on."""
+
+        def adopt(answers: list[httpx.Response]) -> ServiceLimits:
+            self.limits = ServiceLimits.from_openapi(json_of(answers[0]))
+            return self.limits
+
+        return Plan([Call("GET", "/openapi.json", as_is)], adopt)
+
+    # --- what is served -------------------------------------------------------------------------
+
+    @endpoint
+    def health(self) -> Plan[Any, m.StatusResponse]:
+        """``GET /healthz``: the process is alive."""
+        return rq.served("healthz", m.StatusResponse)
+
+    @endpoint
+    def ready(self) -> Plan[Any, m.StatusResponse]:
+        """``GET /readyz``: ready to serve (:class:`~crisscross_client.NotReady` otherwise)."""
+        return rq.served("readyz", m.StatusResponse)
+
+    @endpoint
+    def variants(self) -> Plan[Any, m.VariantsResponse]:
+        """``GET /v1/variants``: the loaded encoder variants and the serving process."""
+        return rq.served("variants", m.VariantsResponse)
+
+    @endpoint
+    def collections(self) -> Plan[Any, m.CollectionsResponse]:
+        """``GET /v1/collections``: the bundles' collections and the live ones."""
+        return rq.served("collections", m.CollectionsResponse)
+
+    @endpoint
+    def models(self) -> Plan[Any, m.ModelsResponse]:
+        """``GET /v1/models``: the models ``embeddings`` takes (OpenAI shape)."""
+        return rq.served("models", m.ModelsResponse)
+
+    # --- search ---------------------------------------------------------------------------------
+
+    @endpoint
+    def search(
+        self,
+        collection: str,
+        text: str | None = None,
+        vector: Sequence[float] | None = None,
+        image: ImageInput | None = None,
+        item: ItemInput | None = None,
+        k: int = 10,
+        filter: m.FilterInput | None = None,
+        variant: str | None = None,
+        *,
+        exclude: Sequence[str] | None = None,
+        offset: int | None = None,
+        include_metadata: bool | None = None,
+        search_params: m.SearchParams | Mapping[str, Any] | None = None,
+        query: Any = None,
+        mode: m.SearchMode | None = None,
+        lexical: m.LexicalOptions | Mapping[str, Any] | None = None,
+        fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
+        window: int | None = None,
+        rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
+    ) -> Plan[Any, m.SearchResponse]:
+        """``POST /v1/search``: the ``k`` nearest items of ``collection`` to exactly one of
+        ``text``, ``vector``, ``image`` (path, bytes or PIL image), ``item`` (an id of
+        ``collection``, or ``(collection, id)``) or ``query`` (a query model or wire dict).
+
+        Args:
+            filter: a metadata filter (a :data:`~crisscross_client.models.Filter` or its dict).
+            exclude: ids left out; offset: skip this many best results (pages);
+            include_metadata: false drops each hit's metadata; search_params: nprobe,
+            ef_search or exact.
+            mode: ``dense`` (the service's default), ``lexical`` or ``hybrid``.
+            lexical: the keyword leg, ``{"text": ..., "field": ...}`` (defaults: the query's
+                text, the collection's text).
+            fusion: how hybrid fuses its legs, ``{"method": "rrf", "k": 60}`` or
+                ``{"method": "weighted", "alpha": 0.7}`` (alpha: the dense leg's weight).
+            window: candidates per leg (hybrid) or of the first stage (rerank), ≥ offset + k.
+            rerank: ``{"by": "exact"}`` or ``{"by": "variant", "variant": "..."}``.
+        """
+        request = rq.search_request(
+            collection=collection,
+            text=text,
+            vector=vector,
+            image=image,
+            item=item,
+            k=k,
+            filter=filter,
+            variant=variant,
+            exclude=exclude,
+            offset=offset,
+            include_metadata=include_metadata,
+            search_params=search_params,
+            query=query,
+            mode=mode,
+            lexical=lexical,
+            fusion=fusion,
+            window=window,
+            rerank=rerank,
+        )
+        return rq.search(request)
+
+    @endpoint
+    def search_upload(
+        self,
+        image: ImageInput,
+        collection: str,
+        k: int = 10,
+        variant: str | None = None,
+        *,
+        exclude: Sequence[str] | None = None,
+        offset: int | None = None,
+        include_metadata: bool | None = None,
+        search_params: m.SearchParams | Mapping[str, Any] | None = None,
+    ) -> Plan[Any, m.SearchResponse]:
+        """``POST /v1/search/upload``: search with an image sent as a multipart file (for
+        images too large for a JSON body)."""
+        return rq.search_upload(
+            image,
+            collection=collection,
+            k=k,
+            variant=variant,
+            exclude=exclude,
+            offset=offset,
+            include_metadata=include_metadata,
+            search_params=search_params,
+        )
+
+    @endpoint
+    def search_bulk(
+        self, searches: Sequence[m.SearchRequest | Mapping[str, Any]]
+    ) -> Plan[Any, m.BulkSearchResponse]:
+        """``POST /v1/search/bulk`` as one request (at most ``limits.max_bulk_searches``);
+        each search is answered with its own status. See :meth:`search_many`."""
+        return rq.search_bulk(searches)
+
+    @endpoint
+    def search_many(
+        self,
+        queries: Sequence[Any],
+        collection: str,
+        k: int = 10,
+        filter: m.FilterInput | None = None,
+        variant: str | None = None,
+        *,
+        include_metadata: bool | None = None,
+        return_exceptions: bool = False,
+        search_params: m.SearchParams | Mapping[str, Any] | None = None,
+        mode: m.SearchMode | None = None,
+        lexical: m.LexicalOptions | Mapping[str, Any] | None = None,
+        fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
+        window: int | None = None,
+        rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
+    ) -> Plan[Any, list[Any]]:
+        """Many searches of ``collection`` through ``POST /v1/search/bulk``, cut into requests
+        that fit the service's limits (searches, images, bytes per request).
+
+        Args:
+            queries: query inputs (a text, a query model or wire dict, a ``Path``/bytes/PIL
+                image, an ``ItemRef`` or ``(collection, id)``, a vector) or whole
+                :class:`~crisscross_client.models.SearchRequest` objects (used as they are).
+            return_exceptions: put a failed search's error in its place instead of raising it.
+            search_params, mode, lexical, fusion, window, rerank: as :meth:`search`, for
+                every query input (not for whole ``SearchRequest`` objects).
+
+        Returns:
+            One :class:`~crisscross_client.models.SearchPageResult` per query, in order (or
+            its :class:`~crisscross_client.CrisscrossError` with ``return_exceptions``).
+        """
+        searches = [
+            query
+            if isinstance(query, m.SearchRequest)
+            else rq.search_request(
+                collection=collection,
+                query=query,
+                k=k,
+                filter=filter,
+                variant=variant,
+                include_metadata=include_metadata,
+                search_params=search_params,
+                mode=mode,
+                lexical=lexical,
+                fusion=fusion,
+                window=window,
+                rerank=rerank,
+            )
+            for query in queries
+        ]
+        if not searches:
+            return Plan([], lambda _: [])
+        return rq.search_many(searches, self.limits, return_exceptions=return_exceptions)
+
+    @endpoint
+    def score(
+        self, pairs: Sequence[tuple[Any, Any]], variant: str | None = None
+    ) -> Plan[Any, m.ScoreResponse]:
+        """``POST /v1/score``: the similarity of each ``(left, right)`` pair of query inputs,
+        in order (cut into requests that fit the service's limits)."""
+        return rq.score(pairs, variant, self.limits)
+
+    @endpoint
+    def embed_texts(
+        self, texts: Sequence[str], variant: str | None = None
+    ) -> Plan[Any, m.EmbedResponse]:
+        """``POST /v1/embed``: one L2-normalised embedding per text, in order."""
+        return rq.embed_texts(texts, variant, self.limits)
+
+    @endpoint
+    def embed_images(
+        self, images: Sequence[ImageInput], variant: str | None = None
+    ) -> Plan[Any, m.EmbedResponse]:
+        """``POST /v1/embed``: one embedding per image (path, bytes or PIL image), in order."""
+        return rq.embed_images(images, variant, self.limits)
+
+    @endpoint
+    def embeddings(
+        self,
+        input: str | Sequence[Any],
+        model: str,
+        encoding_format: m.EncodingFormat | None = None,
+        dimensions: int | None = None,
+        modality: str | None = None,
+        *,
+        user: str | None = None,
+    ) -> Plan[Any, m.EmbeddingsResponse]:
+        """``POST /v1/embeddings`` (the OpenAI shape): ``model`` is a variant name; with
+        ``modality="image"`` the inputs are images (any image input)."""
+        return rq.embeddings(
+            input,
+            model,
+            encoding_format=encoding_format,
+            dimensions=dimensions,
+            modality=modality,
+            user=user,
+        )
+
+    @endpoint
+    def item(
+        self, collection: str, id: str, variant: str | None = None
+    ) -> Plan[Any, m.ItemResponse]:
+        """``GET /v1/items/{collection}/{id}``: a bundle item's metadata."""
+        return rq.item(collection, id, variant)
+
+    @endpoint
+    def thumbnail(self, collection: str, id: str, variant: str | None = None) -> Plan[Any, bytes]:
+        """``GET /v1/thumbnails/{collection}/{id}``: the item's JPEG thumbnail."""
+        return rq.thumbnail(collection, id, variant)
+
+    # --- live collections -----------------------------------------------------------------------
+
+    @endpoint
+    def create_collection(
+        self,
+        name: str,
+        variant: str | None = None,
+        dim: int | None = None,
+        fields: Mapping[str, m.FieldType] | None = None,
+        index: str | None = None,
+        *,
+        from_snapshot: m.SnapshotRef | Mapping[str, str] | None = None,
+        from_bundle: str | None = None,
+    ) -> Plan[Any, m.LiveCollectionInfo]:
+        """``POST /v1/collections`` (admin key): a live collection embedded by ``variant``, or
+        of ``dim``-dimensional client vectors, with typed metadata ``fields`` and an ``index``
+        factory (``Flat`` or ``IVF<n>,Flat``). Not retried once it may have been applied."""
+        body = m.CreateCollectionRequest(
+            name=name,
+            variant=variant,
+            dim=dim,
+            fields=None if fields is None else dict(fields),
+            index=index,
+            from_snapshot=None
+            if from_snapshot is None
+            else m.SnapshotRef.model_validate(from_snapshot),
+            from_bundle=from_bundle,
+        )
+        return rq.create_collection(body)
+
+    @endpoint
+    def get_collection(self, name: str) -> Plan[Any, m.LiveCollectionInfo]:
+        """``GET /v1/collections/{name}``."""
+        return rq.collection_call("get_collection", m.LiveCollectionInfo, name, idempotent=True)
+
+    @endpoint
+    def delete_collection(self, name: str) -> Plan[Any, m.DropResponse]:
+        """``DELETE /v1/collections/{name}`` (admin key)."""
+        return rq.collection_call("delete_collection", m.DropResponse, name, idempotent=False)
+
+    @endpoint
+    def upsert(
+        self, collection: str, items: Sequence[m.WriteItem | Mapping[str, Any]]
+    ) -> Plan[Any, m.UpsertResponse]:
+        """``POST /v1/collections/{name}/items``: add or replace items by id. Each item has an
+        ``id``, exactly one of ``text``, ``image`` (any image input), ``vector`` or
+        ``vector_base64`` (:func:`~crisscross_client.pack_vector`), and ``metadata``. Long
+        lists go in batches (each all or nothing); idempotent, so retried."""
+        return rq.upsert(collection, items, self.limits)
+
+    @endpoint
+    def delete_items(
+        self,
+        collection: str,
+        ids: Sequence[str] | None = None,
+        filter: m.FilterInput | None = None,
+    ) -> Plan[Any, m.DeleteResponse]:
+        """``POST /v1/collections/{name}/items/delete``: by ``ids`` (idempotent) or every item
+        a ``filter`` keeps (not retried once it may have been applied)."""
+        return rq.delete_items(collection, ids, filter, self.limits)
+
+    @endpoint
+    def get_items(
+        self, collection: str, ids: Sequence[str], include_vectors: bool | None = None
+    ) -> Plan[Any, m.GetResponse]:
+        """``POST /v1/collections/{name}/items/get``: the items that exist, in order."""
+        return rq.get_items(collection, ids, include_vectors, self.limits)
+
+    @endpoint
+    def patch_item(
+        self, collection: str, id: str, metadata: Mapping[str, Any], merge: bool | None = None
+    ) -> Plan[Any, m.PatchResponse]:
+        """``PATCH /v1/collections/{name}/items/{id}``: new metadata, merged (a ``None``
+        removes a field) or, with ``merge=False``, replacing it."""
+        return rq.patch_item(collection, id, metadata, merge)
+
+    @endpoint
+    def compact(self, collection: str) -> Plan[Any, m.CompactResponse]:
+        """``POST /v1/collections/{name}/compact`` (admin key)."""
+        return rq.collection_call("compact", m.CompactResponse, collection, idempotent=False)
+
+    @endpoint
+    def snapshot(self, collection: str) -> Plan[Any, m.SnapshotResponse]:
+        """``POST /v1/collections/{name}/snapshots`` (admin key)."""
+        return rq.collection_call("snapshot", m.SnapshotResponse, collection, idempotent=False)
+
+    # --- admin ----------------------------------------------------------------------------------
+
+    @endpoint
+    def reload(
+        self, bundle: str | None = None, version: str | None = None
+    ) -> Plan[Any, m.ReloadResponse]:
+        """``POST /v1/admin/reload`` (admin key): load bundles' new versions and swap them in."""
+        return rq.reload(bundle, version)

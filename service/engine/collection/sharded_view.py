@@ -1,0 +1,224 @@
+"""A collection split into shards, as one view (:mod:`service.engine.collection.collection_view`)
+that
+fans out to its shards' views and merges under the tie rule.
+
+Shard ``i`` holds the rows ``offset_i .. offset_i + rows_i - 1`` of the whole collection, in
+order (a bundle split into contiguous row ranges, or shards filled in write order). Each shard
+ranks its own rows by the tie rule with its own numbers; shifted by its offset they keep their
+order, rows of different shards are disjoint, and every exact score is the same float64 product
+of the same stored vector (:func:`service.engine.rank.tie_rule.exact_scores`), so the first ``n`` of
+the merged rankings are the unsplit collection's, ties included. Keyword statistics (BM25's
+document frequencies and lengths) are the whole collection's: the view keeps one keyword index
+over every shard's texts, so a shard's row scores as it would unsplit.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from formats.field_types import FieldType
+from service.engine.collection.collection_view import CollectionView
+from service.engine.collection.knn import SearchHit
+from service.engine.query.filter_grammar import Filter
+from service.engine.query.filtering import Filterable
+from service.engine.rank.fusion import Leg
+from service.engine.rank.lexical_index import LexicalIndexes, best
+from service.engine.rank.search_params import EffectiveParams, SearchOverride
+from service.engine.rank.tie_rule import order
+from storage.columns import Mask
+
+
+@dataclass(frozen=True)
+class ShardedView:
+    """Collection ``collection_name`` as its ``shards`` (views, in row order) hold it."""
+
+    collection_name: str
+    shards: Sequence[CollectionView]
+    lexical: LexicalIndexes = field(default_factory=LexicalIndexes, compare=False, repr=False)
+    """The keyword indexes over every shard's rows (whole-collection statistics)."""
+
+    def __post_init__(self) -> None:
+        if not self.shards:
+            raise ValueError("a sharded view needs at least one shard")
+
+    @property
+    def _offsets(self) -> list[int]:
+        offsets, start = [], 0
+        for shard in self.shards:
+            offsets.append(start)
+            start += shard.rows
+        return offsets
+
+    @property
+    def name(self) -> str:
+        """The collection's name."""
+        return self.collection_name
+
+    @property
+    def version(self) -> str:
+        """The shards' versions, joined by ``+`` (one when they agree)."""
+        versions = list(dict.fromkeys(shard.version for shard in self.shards))
+        return "+".join(versions)
+
+    @property
+    def rows(self) -> int:
+        """Every shard's rows."""
+        return sum(shard.rows for shard in self.shards)
+
+    @property
+    def filterable(self) -> Filterable:
+        """The first shard's fields (every shard declares the same)."""
+        return self.shards[0].filterable
+
+    @property
+    def fields(self) -> Mapping[str, FieldType]:
+        """The first shard's fields."""
+        return self.shards[0].fields
+
+    @property
+    def live(self) -> bool:
+        """Whether the shards take writes."""
+        return self.shards[0].live
+
+    def params(self, override: SearchOverride | None, where: str) -> EffectiveParams:
+        """Every shard's parameters checked; the first shard's are used."""
+        resolved = [shard.params(override, where) for shard in self.shards]
+        return resolved[0]
+
+    def keep(self, node: Filter | None, exclude: Collection[str]) -> Mask | None:
+        """Each shard's kept rows, in row order (None: every row of every shard)."""
+        parts = [shard.keep(node, exclude) for shard in self.shards]
+        if all(part is None for part in parts):
+            return None
+        return np.concatenate(
+            [
+                np.ones(shard.rows, dtype=np.bool_) if part is None else part
+                for shard, part in zip(self.shards, parts, strict=True)
+            ]
+        )
+
+    def _slices(self, keep: Mask | None) -> list[Mask | None]:
+        if keep is None:
+            return [None] * len(self.shards)
+        return [
+            keep[start : start + shard.rows]
+            for start, shard in zip(self._offsets, self.shards, strict=True)
+        ]
+
+    def kept_count(self, keep: Mask | None) -> int:
+        """Rows ``keep`` holds."""
+        return sum(
+            shard.kept_count(part)
+            for shard, part in zip(self.shards, self._slices(keep), strict=True)
+        )
+
+    def top(
+        self, query: np.ndarray, wanted: int, keep: Mask | None, params: EffectiveParams
+    ) -> Leg:
+        """Each shard's best ``wanted`` (as many as it keeps), merged by the tie rule."""
+        legs = []
+        for start, shard, part in zip(self._offsets, self.shards, self._slices(keep), strict=True):
+            depth = min(wanted, shard.kept_count(part))
+            if depth > 0:
+                leg = shard.top(query, depth, part, params)
+                legs.append(Leg(leg.rows + start, leg.scores))
+        return _merged(legs, wanted)
+
+    def batch_key(self, params: EffectiveParams) -> object | None:
+        """None: a sharded search fans out one query at a time."""
+        del params
+        return None
+
+    def top_many(
+        self,
+        queries: np.ndarray,
+        pages: list[tuple[int, int, Collection[str]]],
+        params: EffectiveParams,
+    ) -> list[list[SearchHit]]:
+        """Not offered (:meth:`batch_key` is None)."""
+        raise NotImplementedError("a sharded search fans out one query at a time")
+
+    def field_texts(self, field: str, start: int, stop: int) -> list[str | None]:
+        """The texts of rows ``start .. stop - 1``, from the shards that hold them."""
+        texts: list[str | None] = []
+        for offset, shard in zip(self._offsets, self.shards, strict=True):
+            low, high = max(start, offset), min(stop, offset + shard.rows)
+            if low < high:
+                texts += shard.field_texts(field, low - offset, high - offset)
+        return texts
+
+    def keyword_leg(
+        self, field: str, terms: list[str], keep: Mask | None, depth: int
+    ) -> tuple[Leg, int]:
+        """BM25 with the whole collection's statistics (see the module docstring): every row
+        is alive unless a shard's :meth:`keep` of nothing says otherwise."""
+        rows = self.rows
+        index = self.lexical.of(self, field)
+        alive = self.keep(None, ())
+        with index.lock:
+            if index.rows < rows:
+                index.append(self.field_texts(field, index.rows, rows))
+            found = index.score(terms, np.ones(rows, np.bool_) if alive is None else alive)
+        hits, scores, matched = best(found, keep, depth)
+        return Leg(hits, scores), matched
+
+    def _locate(self, rows: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
+        """(shard, local row) of every global row."""
+        offsets = self._offsets
+        located = []
+        for row in rows.tolist():
+            shard = bisect.bisect_right(offsets, row) - 1
+            located.append((shard, row - offsets[shard]))
+        return located
+
+    def vectors_of(self, rows: npt.NDArray[np.int64]) -> np.ndarray:
+        """The stored vectors of ``rows``, each from its shard."""
+        if len(rows) == 0:
+            return self.shards[0].vectors_of(rows)
+        vectors = [
+            self.shards[shard].vectors_of(np.array([local], dtype=np.int64))[0]
+            for shard, local in self._locate(rows)
+        ]
+        return np.stack(vectors).astype(np.float32, copy=False)
+
+    def row_of(self, item_id: str) -> int | None:
+        """The global row of ``item_id`` (the first shard that holds it)."""
+        for offset, shard in zip(self._offsets, self.shards, strict=True):
+            row = shard.row_of(item_id)
+            if row is not None:
+                return offset + row
+        return None
+
+    def ids_of(self, rows: npt.NDArray[np.int64]) -> list[str]:
+        """The ids of ``rows``, each from its shard."""
+        return [
+            self.shards[shard].ids_of(np.array([local], dtype=np.int64))[0]
+            for shard, local in self._locate(rows)
+        ]
+
+    def hits(self, leg: Leg, offset: int) -> list[SearchHit]:
+        """The hits of ``leg``'s rows (global row numbers), each read from its shard."""
+        found: list[SearchHit] = []
+        located = self._locate(leg.rows)
+        for rank, ((shard, local), row, score) in enumerate(
+            zip(located, leg.rows.tolist(), leg.scores.tolist(), strict=True), start=offset + 1
+        ):
+            one = Leg(np.array([local], dtype=np.int64), np.array([score], dtype=np.float64))
+            hit = self.shards[shard].hits(one, 0)[0]
+            found.append(SearchHit(rank, row, hit.item_id, score, hit.metadata))
+        return found
+
+
+def _merged(legs: list[Leg], wanted: int) -> Leg:
+    """The first ``wanted`` rows of ``legs`` (disjoint rows) by the tie rule."""
+    if not legs:
+        return Leg(np.empty(0, np.int64), np.empty(0, np.float64))
+    rows = np.concatenate([leg.rows for leg in legs])
+    scores = np.concatenate([leg.scores for leg in legs])
+    ranked = order(rows, scores)[:wanted]
+    return Leg(rows[ranked], scores[ranked])

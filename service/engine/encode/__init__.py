@@ -1,0 +1,2 @@
+"""Encoding: the micro-batcher in front of each tower, admission at the door, the query-embedding
+cache."""

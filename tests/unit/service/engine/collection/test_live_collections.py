@@ -1,0 +1,148 @@
+"""The live collections registry: opened from their folder at start-up, created and dropped
+under a lock, names unique, limits and unavailability refused with their errors, and a write
+admitted only under a collection's high-water marks."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from formats.field_types import FieldType
+from service.engine.collection.live_collections import LiveCollections
+from service.exceptions import (
+    CollectionExistsError,
+    CollectionLimitError,
+    NotFoundError,
+    OverloadedError,
+    WritesUnavailableError,
+)
+from service.metrics import ServiceMetrics
+from service.settings import Settings
+from storage.live.collection import LOG_FILE, CollectionSpec
+from storage.live.operations import Upsert
+
+
+def _registry(root: Path | None, **overrides: object) -> LiveCollections:
+    settings = Settings(collections_dir=root, **overrides)  # type: ignore[arg-type]
+    return LiveCollections(settings, ServiceMetrics())
+
+
+def test_create_reopen_and_drop(tmp_path: Path) -> None:
+    registry = _registry(tmp_path)
+
+    async def create() -> None:
+        await registry.create(CollectionSpec("a", 4, {"n": FieldType.INTEGER}), taken=set())
+        with pytest.raises(CollectionExistsError):
+            await registry.create(CollectionSpec("a", 4, {}), taken=set())
+        with pytest.raises(CollectionExistsError):
+            await registry.create(CollectionSpec("captions", 4, {}), taken={"captions"})
+        await registry.close()
+
+    asyncio.run(create())
+    reopened = _registry(tmp_path)
+    assert reopened.open_all() == ["a"]
+    assert reopened.require("a").fields.columns["n"].type == FieldType.INTEGER
+
+    async def drop() -> None:
+        await reopened.drop("a")
+        with pytest.raises(NotFoundError):
+            reopened.require("a")
+
+    asyncio.run(drop())
+    assert not (tmp_path / "a").exists()
+
+
+def test_the_collection_limit_is_enforced(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, max_collections=1)
+
+    async def run() -> None:
+        await registry.create(CollectionSpec("a", 4, {}), taken=set())
+        with pytest.raises(CollectionLimitError):
+            await registry.create(CollectionSpec("b", 4, {}), taken=set())
+        await registry.close()
+
+    asyncio.run(run())
+
+
+def test_without_a_folder_writes_are_unavailable() -> None:
+    registry = _registry(None)
+    assert registry.open_all() == []
+    with pytest.raises(WritesUnavailableError, match="collections_dir"):
+        registry.require("a")
+    unavailable = LiveCollections(Settings(), ServiceMetrics(), unavailable="a worker of 4")
+    with pytest.raises(WritesUnavailableError, match="worker of 4"):
+        unavailable.require_writable()
+
+
+def test_a_collection_that_cannot_open_is_left_out(tmp_path: Path) -> None:
+    registry = _registry(tmp_path)
+
+    async def create() -> None:
+        await registry.create(CollectionSpec("good", 4, {}), taken=set())
+        await registry.create(CollectionSpec("bad", 4, {}), taken=set())
+        await registry.close()
+
+    asyncio.run(create())
+    (tmp_path / "bad" / "collection.json").write_text("{not json", encoding="utf-8")
+    assert (tmp_path / "bad" / LOG_FILE).exists()
+    assert _registry(tmp_path).open_all() == ["good"]
+
+
+def _written(registry: LiveCollections, name: str, rows: int) -> None:
+    """``rows`` items written to collection ``name`` (of dimension 4) and committed."""
+    collection = registry.require(name).collection
+    ids = tuple(f"i{n}" for n in range(rows))
+    vectors = np.eye(4, dtype=np.float32)[[n % 4 for n in range(rows)]]
+    collection.stage(Upsert(ids, vectors, tuple({} for _ in ids), tuple(None for _ in ids)))
+    collection.commit()
+
+
+def test_a_write_is_admitted_up_to_max_live_rows(tmp_path: Path) -> None:
+    registry = _registry(tmp_path, max_live_rows=5, write_retry_after_s=7)
+
+    async def run() -> None:
+        await registry.create(CollectionSpec("a", 4, {}), taken=set())
+        _written(registry, "a", 3)
+        assert registry.admit("a", 2) is registry.require("a")
+        with pytest.raises(OverloadedError) as refused:
+            registry.admit("a", 3)
+        assert refused.value.message == (
+            "collection 'a' takes no more writes now: it holds 3 rows written since its base "
+            "and this write adds 3 (max_live_rows=5)"
+        )
+        assert refused.value.retry_after_s == 7
+        with pytest.raises(NotFoundError):
+            registry.admit("b", 1)
+        await registry.close()
+
+    asyncio.run(run())
+
+
+def test_a_write_is_refused_once_the_log_reaches_max_log_bytes(tmp_path: Path) -> None:
+    registry = _registry(tmp_path)
+
+    async def create() -> None:
+        await registry.create(CollectionSpec("a", 4, {}), taken=set())
+        _written(registry, "a", 2)
+        await registry.close()
+
+    asyncio.run(create())
+    log_bytes = (tmp_path / "a" / LOG_FILE).stat().st_size
+    assert log_bytes > 0
+    under = _registry(tmp_path, max_log_bytes=log_bytes + 1)
+    under.open_all()
+    under.admit("a", 1)
+    asyncio.run(under.close())
+    full = _registry(tmp_path, max_log_bytes=log_bytes)
+    full.open_all()
+    with pytest.raises(OverloadedError, match=f"its log holds {log_bytes} bytes"):
+        full.admit("a", 1)
+    asyncio.run(full.close())
+
+
+def test_without_a_folder_no_write_is_admitted() -> None:
+    with pytest.raises(WritesUnavailableError):
+        _registry(None).admit("a", 1)
