@@ -16,7 +16,7 @@ process and nothing around it:
   ``CRISSCROSS_MAX_BATCH_SIZE`` says otherwise; ``--batch-size`` overrides), one caption per
   request, every row checked finite;
 - each batch is then searched the way the service's batch follow-ups search it
-  (``service.engine`` ``PageSearch``): a batch of one with
+  (``service.engine.search.page_executor`` ``PageRun``): a batch of one with
   :func:`service.engine.collection.knn.nearest`,
   a larger one with one :func:`service.engine.collection.knn.nearest_many` call for all its
   captions; the

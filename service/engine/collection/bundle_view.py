@@ -15,7 +15,7 @@ import numpy.typing as npt
 
 from formats.field_types import FieldType
 from service.engine.collection.catalog import ServedCollection
-from service.engine.collection.collection_view import hits_of
+from service.engine.collection.collection_view import PageShape, hits_of
 from service.engine.collection.knn import SearchHit, kept_rows, nearest_many, top_rows
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable, filter_mask
@@ -90,10 +90,7 @@ class BundleView:
         return id(self.served.collection), self.faiss_threads, params
 
     def top_many(
-        self,
-        queries: np.ndarray,
-        pages: list[tuple[int, int, Collection[str]]],
-        params: EffectiveParams,
+        self, queries: np.ndarray, pages: list[PageShape], params: EffectiveParams
     ) -> list[list[SearchHit]]:
         """One search for all (:func:`service.engine.collection.knn.nearest_many`)."""
         return nearest_many(self.served, queries, pages, self.faiss_threads, params)

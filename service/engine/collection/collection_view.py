@@ -31,6 +31,9 @@ from service.engine.rank.fusion import Leg
 from service.engine.rank.search_params import EffectiveParams, SearchOverride
 from storage.columns import Mask
 
+PageShape = tuple[int, int, Collection[str]]
+"""``(k, offset, exclude)``: one page of a grouped search (:meth:`CollectionView.top_many`)."""
+
 
 class CollectionView(Protocol):
     """One collection as one search sees it (see the module docstring)."""
@@ -96,10 +99,7 @@ class CollectionView(Protocol):
         ...
 
     def top_many(
-        self,
-        queries: np.ndarray,
-        pages: list[tuple[int, int, Collection[str]]],
-        params: EffectiveParams,
+        self, queries: np.ndarray, pages: list[PageShape], params: EffectiveParams
     ) -> list[list[SearchHit]]:
         """For each of ``queries`` (float32 ``[n, dim]``) and its ``(k, offset, exclude)``,
         the hits of ranks ``offset + 1 .. offset + k``: what :meth:`top` and :meth:`hits` give
@@ -132,6 +132,22 @@ class CollectionView(Protocol):
     def hits(self, leg: Leg, offset: int) -> list[SearchHit]:
         """``leg``'s rows as hits ranked from ``offset + 1``."""
         ...
+
+
+class SearchedOneByOne:
+    """What a view whose searches never run together answers for grouping: no batch key, so
+    :meth:`top_many` is never asked."""
+
+    def batch_key(self, params: EffectiveParams) -> object | None:
+        """None: every search runs alone."""
+        del params
+        return None
+
+    def top_many(
+        self, queries: np.ndarray, pages: list[PageShape], params: EffectiveParams
+    ) -> list[list[SearchHit]]:
+        """Not offered (:meth:`batch_key` is None)."""
+        raise NotImplementedError(f"{type(self).__name__} runs its searches one by one")
 
 
 def hits_of(

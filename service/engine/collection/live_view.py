@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formats.field_types import FieldType
-from service.engine.collection.collection_view import hits_of
+from service.engine.collection.collection_view import SearchedOneByOne, hits_of
 from service.engine.collection.knn import SearchHit, restricted_index
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable, filter_mask
@@ -121,7 +121,7 @@ def _own_part(view: SegmentView, vector: np.ndarray, keep: Mask, fetch: int) -> 
 
 
 @dataclass(frozen=True)
-class LiveView:
+class LiveView(SearchedOneByOne):
     """Live collection ``name`` as ``segment`` (a view at one sequence) holds it, with its
     declared ``declared`` fields and keyword ``lexical`` indexes."""
 
@@ -206,20 +206,6 @@ class LiveView:
             ):
                 return Leg(top_rows, top_scores.astype(np.float64))
             fetch *= 2
-
-    def batch_key(self, params: EffectiveParams) -> object | None:
-        """None: a live collection's searches run one by one."""
-        del params
-        return None
-
-    def top_many(
-        self,
-        queries: np.ndarray,
-        pages: list[tuple[int, int, Collection[str]]],
-        params: EffectiveParams,
-    ) -> list[list[SearchHit]]:
-        """Not offered (:meth:`batch_key` is None)."""
-        raise NotImplementedError("a live collection's searches run one by one")
 
     def field_texts(self, field: str, start: int, stop: int) -> list[str | None]:
         """The texts of ``field`` (:data:`~service.engine.query.levers.ITEM_TEXT`: each item's own

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from formats.field_types import FieldType
-from service.engine.collection.collection_view import CollectionView
+from service.engine.collection.collection_view import CollectionView, SearchedOneByOne
 from service.engine.collection.knn import SearchHit
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable
@@ -34,7 +34,7 @@ from storage.columns import Mask
 
 
 @dataclass(frozen=True)
-class ShardedView:
+class ShardedView(SearchedOneByOne):
     """Collection ``collection_name`` as its ``shards`` (views, in row order) hold it."""
 
     collection_name: str
@@ -128,20 +128,6 @@ class ShardedView:
                 leg = shard.top(query, depth, part, params)
                 legs.append(Leg(leg.rows + start, leg.scores))
         return _merged(legs, wanted)
-
-    def batch_key(self, params: EffectiveParams) -> object | None:
-        """None: a sharded search fans out one query at a time."""
-        del params
-        return None
-
-    def top_many(
-        self,
-        queries: np.ndarray,
-        pages: list[tuple[int, int, Collection[str]]],
-        params: EffectiveParams,
-    ) -> list[list[SearchHit]]:
-        """Not offered (:meth:`batch_key` is None)."""
-        raise NotImplementedError("a sharded search fans out one query at a time")
 
     def field_texts(self, field: str, start: int, stop: int) -> list[str | None]:
         """The texts of rows ``start .. stop - 1``, from the shards that hold them."""

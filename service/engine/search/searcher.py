@@ -30,8 +30,7 @@ import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from encoders.image_decode import ImageLimits
-from encoders.variant import Tower
-from service.engine.collection.catalog import Catalog, ServedCollection, ServedVariant
+from service.engine.collection.catalog import Catalog, ServedVariant
 from service.engine.collection.live_collections import LiveCollections, LiveEntry
 from service.engine.encode.query_cache import QueryCache
 from service.engine.query.images import ImagePayload
@@ -123,17 +122,8 @@ class Searcher:
         live = self.live
         return None if live is None else live.get(name)
 
-    @staticmethod
-    def target(
-        catalog: Catalog,
-        variant_name: str | None,
-        collection: str,
-        need: QuerySide | Tower,
-        where: str,
-    ) -> tuple[ServedVariant, ServedCollection]:
-        """The variant and bundle collection a search names
-        (:func:`service.engine.search.planner.target`)."""
-        return target(catalog, variant_name, collection, need, where)
+    target = staticmethod(target)
+    """The variant and bundle collection a search names (:func:`.planner.target`)."""
 
     @staticmethod
     def variant_for(
