@@ -24,9 +24,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.drivers.http_client import CrisscrossClient, ServiceError, search_body
+from benchmarks.drivers.http_client import CrisscrossClient, search_body
 from benchmarks.drivers.query_sides import text_query
 from benchmarks.drivers.replay import map_bounded
+from crisscross_client import CrisscrossError
 from formats.karpathy import read_captions
 
 
@@ -48,7 +49,7 @@ async def _bulk(client: CrisscrossClient, texts: Sequence[str], args: argparse.N
             for text in part
         ]
         for answer in await client.search_bulk(bodies):
-            if isinstance(answer, ServiceError):
+            if isinstance(answer, CrisscrossError):
                 raise answer
 
     await map_bounded(parts, one, args.bulk_concurrency, lambda _: None)

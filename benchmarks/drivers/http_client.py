@@ -36,10 +36,6 @@ logger = logging.getLogger(__name__)
 JsonObject = dict[str, Any]
 
 
-ServiceError = crisscross_client.CrisscrossError
-"""The client's error, under the name older harness code (``studies/``) imports."""
-
-
 class ServiceNotReadyError(RuntimeError):
     """``GET /readyz`` did not answer 200 within the allowed time."""
 

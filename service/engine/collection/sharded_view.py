@@ -14,7 +14,6 @@ over every shard's texts, so a shard's row scores as it would unsplit.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -153,24 +152,26 @@ class ShardedView(SearchedOneByOne):
         hits, scores, matched = best(found, keep, depth)
         return Leg(hits, scores), matched
 
-    def _locate(self, rows: npt.NDArray[np.int64]) -> list[tuple[int, int]]:
-        """(shard, local row) of every global row."""
-        offsets = self._offsets
-        located = []
-        for row in rows.tolist():
-            shard = bisect.bisect_right(offsets, row) - 1
-            located.append((shard, row - offsets[shard]))
-        return located
+    def _by_shard(self, rows: npt.NDArray[np.int64]) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """``(shard, positions in rows, local rows)`` of every shard holding some of ``rows``:
+        one call per shard, not per row."""
+        offsets = np.array(self._offsets, dtype=np.int64)
+        shard_of = np.searchsorted(offsets, rows, side="right") - 1
+        found = []
+        for shard in np.unique(shard_of).tolist():
+            positions = np.flatnonzero(shard_of == shard)
+            found.append((shard, positions, rows[positions] - offsets[shard]))
+        return found
 
     def vectors_of(self, rows: npt.NDArray[np.int64]) -> np.ndarray:
-        """The stored vectors of ``rows``, each from its shard."""
+        """The stored vectors of ``rows``, read from their shards."""
+        vectors = self.shards[0].vectors_of(rows[:0])
         if len(rows) == 0:
-            return self.shards[0].vectors_of(rows)
-        vectors = [
-            self.shards[shard].vectors_of(np.array([local], dtype=np.int64))[0]
-            for shard, local in self._locate(rows)
-        ]
-        return np.stack(vectors).astype(np.float32, copy=False)
+            return vectors
+        out = np.empty((len(rows), vectors.shape[1]), dtype=np.float32)
+        for shard, positions, local in self._by_shard(rows):
+            out[positions] = self.shards[shard].vectors_of(local)
+        return out
 
     def row_of(self, item_id: str) -> int | None:
         """The global row of ``item_id`` (the first shard that holds it)."""
@@ -181,23 +182,29 @@ class ShardedView(SearchedOneByOne):
         return None
 
     def ids_of(self, rows: npt.NDArray[np.int64]) -> list[str]:
-        """The ids of ``rows``, each from its shard."""
-        return [
-            self.shards[shard].ids_of(np.array([local], dtype=np.int64))[0]
-            for shard, local in self._locate(rows)
-        ]
+        """The ids of ``rows``, read from their shards."""
+        ids = [""] * len(rows)
+        for shard, positions, local in self._by_shard(rows):
+            for position, item_id in zip(
+                positions.tolist(), self.shards[shard].ids_of(local), strict=True
+            ):
+                ids[position] = item_id
+        return ids
 
     def hits(self, leg: Leg, offset: int) -> list[SearchHit]:
-        """The hits of ``leg``'s rows (global row numbers), each read from its shard."""
-        found: list[SearchHit] = []
-        located = self._locate(leg.rows)
-        for rank, ((shard, local), row, score) in enumerate(
-            zip(located, leg.rows.tolist(), leg.scores.tolist(), strict=True), start=offset + 1
-        ):
-            one = Leg(np.array([local], dtype=np.int64), np.array([score], dtype=np.float64))
-            hit = self.shards[shard].hits(one, 0)[0]
-            found.append(SearchHit(rank, row, hit.item_id, score, hit.metadata))
-        return found
+        """The hits of ``leg``'s rows (global row numbers), read from their shards."""
+        found: list[SearchHit | None] = [None] * len(leg.rows)
+        for shard, positions, local in self._by_shard(leg.rows):
+            part = self.shards[shard].hits(Leg(local, leg.scores[positions]), 0)
+            for position, hit in zip(positions.tolist(), part, strict=True):
+                found[position] = SearchHit(
+                    offset + position + 1,
+                    int(leg.rows[position]),
+                    hit.item_id,
+                    hit.score,
+                    hit.metadata,
+                )
+        return [hit for hit in found if hit is not None]
 
 
 def _merged(legs: list[Leg], wanted: int) -> Leg:
