@@ -20,7 +20,7 @@ import time
 import types
 import typing
 from collections.abc import Callable, Coroutine, Generator
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import httpx
 
@@ -29,8 +29,6 @@ from crisscross_client._transport import error_code_of, retry_after_seconds
 
 if TYPE_CHECKING:
     from crisscross_client._settings import ClientSettings
-    from crisscross_client.async_client import AsyncClient
-    from crisscross_client.client import Client
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -40,6 +38,20 @@ Step = Call[Any] | float
 """What a client does next: send a request, or wait this many seconds."""
 Outcome = httpx.Response | httpx.TransportError | None
 """What came of a step: the answer, the failure to get one, or nothing (after a wait)."""
+
+
+class BlockingClient(Protocol):
+    """A client whose methods return their results (:class:`~crisscross_client.Client`)."""
+
+    @property
+    def _blocking(self) -> Literal[True]: ...
+
+
+class AwaitingClient(Protocol):
+    """A client whose methods are coroutines (:class:`~crisscross_client.AsyncClient`)."""
+
+    @property
+    def _blocking(self) -> Literal[False]: ...
 
 
 class Endpoint(Generic[P, T]):
@@ -59,10 +71,12 @@ class Endpoint(Generic[P, T]):
     def __get__(self, client: None, owner: type) -> Callable[..., Any]: ...
 
     @overload
-    def __get__(self, client: Client, owner: type) -> Callable[P, T]: ...
+    def __get__(self, client: BlockingClient, owner: type) -> Callable[P, T]: ...
 
     @overload
-    def __get__(self, client: AsyncClient, owner: type) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    def __get__(
+        self, client: AwaitingClient, owner: type
+    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
 
     def __get__(self, client: object, owner: type) -> Callable[..., Any]:
         method = self.method_for(owner)

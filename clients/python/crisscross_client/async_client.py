@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -44,6 +44,10 @@ class AsyncClient(ClientMethods):
         transport: an httpx transport instead of the network (tests: ``httpx.MockTransport``).
         sleep: how to wait between retries (tests pass a recorder).
     """
+
+    _blocking: Literal[False] = False
+    """Whether the methods return their results (not coroutines): how the type checker tells
+    the two clients' methods apart (:class:`crisscross_client._endpoint.Endpoint`)."""
 
     def __init__(
         self,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -46,6 +46,10 @@ class Client(ClientMethods):
         transport: an httpx transport instead of the network (tests: ``httpx.MockTransport``).
         sleep: how to wait between retries (tests pass a recorder).
     """
+
+    _blocking: Literal[True] = True
+    """Whether the methods return their results (not coroutines): how the type checker tells
+    the two clients' methods apart (:class:`crisscross_client._endpoint.Endpoint`)."""
 
     def __init__(
         self,
