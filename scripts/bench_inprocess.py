@@ -5,11 +5,11 @@ process and nothing around it:
 
 - the bundle is loaded with :func:`storage.reader.load_bundle` and its collection served as
   ``service/lifecycle/loading.py`` serves it: a
-  :class:`service.engine.collection.catalog.ServedCollection`
-  with the manifest's search parameters set on its index, the index placed by the
-  ``faiss_device`` setting (:func:`service.lifecycle.index_placement.place_index`) and, on the
-  CPU, the exact scan :class:`service.engine.rank.exact_scan.ExactScan` attached (``flat_scan``, on
-  ``blas_threads`` threads);
+  :class:`service.engine.collection.catalog.ServedCollection` with the manifest's search parameters
+  set on its index, the index placed by the ``faiss_device`` setting
+  (:func:`service.lifecycle.index_placement.place_index`) and, on the CPU, the exact scan
+  :class:`service.engine.rank.exact_scan.ExactScan` attached (``flat_scan``, on ``blas_threads``
+  threads);
 - captions are embedded by the variant's ONNX text tower
   (:class:`encoders.text_encoder.OnnxTextEncoder`) in the batches the service's batcher forms:
   at most its ``max_batch_size`` captions per encoder call (16 on the CPU, 64 on a GPU, unless
@@ -17,10 +17,9 @@ process and nothing around it:
   request, every row checked finite;
 - each batch is then searched the way the service's batch follow-ups search it
   (``service.engine.search.page_executor`` ``PageRun``): a batch of one with
-  :func:`service.engine.collection.knn.nearest`,
-  a larger one with one :func:`service.engine.collection.knn.nearest_many` call for all its
-  captions; the
-  tie rule, the rescoring and the hits with their ids and metadata are the service's.
+  :func:`service.engine.collection.knn.nearest`, a larger one with one
+  :func:`service.engine.collection.knn.nearest_many` call for all its captions; the tie rule, the
+  rescoring and the hits with their ids and metadata are the service's.
 
 The process is set up as a server process is (BLAS threads, the tokenizers' pool, the
 interpreter's switch interval: :func:`service.runtime.process_threads.tune_process_threads`),

@@ -1,8 +1,7 @@
 """Writes the two onnxruntime graphs of the exact scan (:mod:`service.engine.rank.exact_scan`) into
 ``service/engine/rank/graphs/``: ``scan_rows.onnx`` for vectors stored row-major (``[n, d]``,
-``Gemm``
-with ``transB``) and ``scan_columns.onnx`` for vectors stored column-major (``vectors.T`` is a
-row-major ``[d, n]``, ``MatMul``). Each takes ``queries`` float32 ``[q, d]``, ``vectors`` and
+``Gemm`` with ``transB``) and ``scan_columns.onnx`` for vectors stored column-major (``vectors.T``
+is a row-major ``[d, n]``, ``MatMul``). Each takes ``queries`` float32 ``[q, d]``, ``vectors`` and
 ``fetch`` int64 ``[1]`` and returns ``scores`` float32 ``[q, fetch]`` and ``rows`` int64 ``[q,
 fetch]``, the ``fetch`` largest inner products of every query, unordered (``TopK`` with
 ``sorted=0``).

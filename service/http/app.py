@@ -149,17 +149,16 @@ def create_app(
 ) -> FastAPI:
     """Build the service app for ``settings``.
 
-    Bundles and encoders load in the background once the lifespan starts (``/readyz`` is 503
-    until then); a worker of several loads before it takes connections.
+    Bundles and encoders load in the background once the lifespan starts (``/readyz`` is 503 until
+    then); a worker of several loads before it takes connections.
     ``encoder_factory(variant_dir, settings)`` builds each variant's encoders (a
     :class:`service.engine.collection.catalog.VariantEncoders` with a text tower, an image tower or
-    both); the
-    default is :func:`onnx_encoder_factory`, which reads the towers from ``variant.json``.
-    ``layout`` places the app among several worker processes (:mod:`service.runtime.workers`): its
-    metrics are then written for all of them to read and its reloads reach them all. Nothing
-    else is shared between apps. With ``otlp_endpoint`` set, the app traces its requests
-    (:mod:`service.telemetry.tracing`: a provider of this process's own), exporting to
-    ``span_exporter`` when one is given (tests), else over OTLP/HTTP.
+    both); the default is :func:`onnx_encoder_factory`, which reads the towers from
+    ``variant.json``. ``layout`` places the app among several worker processes
+    (:mod:`service.runtime.workers`): its metrics are then written for all of them to read and its
+    reloads reach them all. Nothing else is shared between apps. With ``otlp_endpoint`` set, the app
+    traces its requests (:mod:`service.telemetry.tracing`: a provider of this process's own),
+    exporting to ``span_exporter`` when one is given (tests), else over OTLP/HTTP.
     """
     ast_parse_lock.install()  # the app's threads parse .npy headers (see the module)
     layout = layout or ProcessLayout()

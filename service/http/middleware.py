@@ -250,8 +250,8 @@ def _trace_ids(
 
 class ConcurrencyLimitMiddleware:
     """Admits work on ``paths`` through an :class:`~service.engine.encode.admission.AdmissionGate`
-    and
-    refuses the rest with 503 ``overloaded`` and ``Retry-After``, before a byte of the body is read.
+    and refuses the rest with 503 ``overloaded`` and ``Retry-After``, before a byte of the body is
+    read.
 
     A refusal here costs no parsing, validation or encoding, so it stays fast when the service
     is saturated; and since under overload at most ``gate.overload_limit`` requests share the

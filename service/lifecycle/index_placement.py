@@ -1,11 +1,10 @@
 """Placing a loaded faiss index for serving: on a GPU where faiss can, else the CPU index.
 
-A faiss build with GPU support (``faiss-gpu``; ``faiss-cpu`` has no ``StandardGpuResources``)
-that sees a GPU can clone flat and IVF indexes to it with ``index_cpu_to_gpu``; kinds faiss
-cannot run there (HNSW, for one) make it raise and stay on the CPU. The clone keeps its CPU
-original: a GPU selects at most :data:`service.engine.rank.gpu_index.GPU_MAX_K` results per query,
-and
-larger ``k`` (the store's tie-resolving re-fetch can ask for thousands) is searched there. One
+A faiss build with GPU support (``faiss-gpu``; ``faiss-cpu`` has no ``StandardGpuResources``) that
+sees a GPU can clone flat and IVF indexes to it with ``index_cpu_to_gpu``; kinds faiss cannot run
+there (HNSW, for one) make it raise and stay on the CPU. The clone keeps its CPU original: a GPU
+selects at most :data:`service.engine.rank.gpu_index.GPU_MAX_K` results per query, and larger ``k``
+(the store's tie-resolving re-fetch can ask for thousands) is searched there. One
 ``StandardGpuResources`` and one lock serve every GPU index of the process: faiss GPU indexes must
 not be searched from several threads at once.
 """

@@ -1,9 +1,7 @@
 """A bundle collection as a view (:mod:`service.engine.collection.collection_view`): a live
-collection with
-no log. Its rows are all alive; its index is searched with faiss or, when flat, by the scan of
-its stored vectors (:mod:`service.engine.collection.knn`); its keyword indexes are made from its
-metadata on
-first use."""
+collection with no log. Its rows are all alive; its index is searched with faiss or, when flat, by
+the scan of its stored vectors (:mod:`service.engine.collection.knn`); its keyword indexes are made
+from its metadata on first use."""
 
 from __future__ import annotations
 
@@ -15,13 +13,12 @@ import numpy.typing as npt
 
 from formats.field_types import FieldType
 from service.engine.collection.catalog import ServedCollection
-from service.engine.collection.collection_view import PageShape, hits_of
+from service.engine.collection.collection_view import PageShape, hits_of, keyword_ranking
 from service.engine.collection.knn import SearchHit, kept_rows, nearest_many, top_rows
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable, filter_mask
 from service.engine.query.levers import field_text
 from service.engine.rank.fusion import Leg
-from service.engine.rank.lexical_index import best
 from service.engine.rank.search_params import EffectiveParams, SearchOverride, resolve
 from storage.columns import Mask
 
@@ -103,16 +100,9 @@ class BundleView:
     def keyword_leg(
         self, field: str, terms: list[str], keep: Mask | None, depth: int
     ) -> tuple[Leg, int]:
-        """BM25 over ``field``'s texts (the index extended to every row first)."""
-        collection = self.served.collection
-        index = self.served.lexical.of(collection, field)
-        with index.lock:
-            if index.rows < collection.count:
-                index.append(self.field_texts(field, index.rows, collection.count))
-            alive = index.all_alive()[: collection.count]
-            found = index.score(terms, alive)
-        rows, scores, matched = best(found, keep, depth)
-        return Leg(rows, scores), matched
+        """BM25 over ``field``'s texts, every row alive (:func:`keyword_ranking`)."""
+        index = self.served.lexical.of(self.served.collection, field)
+        return keyword_ranking(self, index, None, field, terms, keep, depth)
 
     def vectors_of(self, rows: npt.NDArray[np.int64]) -> np.ndarray:
         """The stored vectors of ``rows``."""

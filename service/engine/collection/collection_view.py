@@ -7,11 +7,9 @@ rows - 1`` in write order; the tie rule orders equal scores by that number, so t
 same items written in the same order rank them identically.
 
 The planner (:mod:`service.engine.search.planner`) reads a view's cheap facts on the event loop —
-its
-fields (for the filter check), its search parameters, its keyword field — and the page executor
+its fields (for the filter check), its search parameters, its keyword field — and the page executor
 (:mod:`service.engine.search.page_executor`) calls its blocking methods on a worker thread. A new
-kind
-of collection (a replica that follows a log, shards on Ray) is a new class with these methods;
+kind of collection (a replica that follows a log, shards on Ray) is a new class with these methods;
 neither the planner nor the executor changes.
 """
 
@@ -28,6 +26,7 @@ from service.engine.collection.knn import SearchHit
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable
 from service.engine.rank.fusion import Leg
+from service.engine.rank.lexical_index import LexicalIndex, best
 from service.engine.rank.search_params import EffectiveParams, SearchOverride
 from storage.columns import Mask
 
@@ -162,3 +161,25 @@ def hits_of(
             start=offset + 1,
         )
     ]
+
+
+def keyword_ranking(
+    view: CollectionView,
+    index: LexicalIndex,
+    alive: Mask | None,
+    field: str,
+    terms: list[str],
+    keep: Mask | None,
+    depth: int,
+) -> tuple[Leg, int]:
+    """What :meth:`CollectionView.keyword_leg` answers, for any view: ``index`` (the view's
+    keyword index of ``field``) extended to every row from :meth:`~CollectionView.field_texts`,
+    BM25 statistics over ``alive`` (None: every row), then the ``depth`` best rows ``keep``
+    keeps by the tie rule, and how many kept rows match."""
+    rows = view.rows
+    with index.lock:
+        if index.rows < rows:
+            index.append(view.field_texts(field, index.rows, rows))
+        found = index.score(terms, index.all_alive()[:rows] if alive is None else alive)
+    ranked, scores, matched = best(found, keep, depth)
+    return Leg(ranked, scores), matched

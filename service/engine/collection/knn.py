@@ -1,27 +1,24 @@
 """Exact top-k over one served collection with the project's tie rule.
 
 The tie rule (:mod:`service.engine.rank.tie_rule`): faiss orders equal scores arbitrarily and may
-cut
-a run of equal scores at ``k``, so :func:`top_rows` fetches past the cut until the last fetched
-score is strictly below the k-th kept one (or the whole collection is fetched) and re-sorts with
-the rule's key.
+cut a run of equal scores at ``k``, so :func:`top_rows` fetches past the cut until the last fetched
+score is strictly below the k-th kept one (or the whole collection is fetched) and re-sorts with the
+rule's key.
 
-Unrestricted searches of a flat inner-product index on the CPU scan the collection's stored
-vectors (:func:`_candidates`): the rows are the index's own. The collection's
+Unrestricted searches of a flat inner-product index on the CPU scan the collection's stored vectors
+(:func:`_candidates`): the rows are the index's own. The collection's
 :class:`~service.engine.rank.exact_scan.ExactScan` (onnxruntime's GEMM and TopK) scans where the
-loader
-gave it one, else numpy's matrix product: numpy's BLAS did 256 queries x 25,000 rows x 384 in 0.07 s
-on this 2-core machine where faiss's bundled one took 0.74 s (one query: 2.5 ms against 3.6 ms), and
-the onnxruntime scan takes 8.7 ms where numpy took 12.3-15.4 ms for the 16 queries of a search
-batch. Filtered searches keep faiss's ID selectors; other index kinds, and indexes on a GPU, are
-searched by faiss.
+loader gave it one, else numpy's matrix product: numpy's BLAS did 256 queries x 25,000 rows x 384 in
+0.07 s on this 2-core machine where faiss's bundled one took 0.74 s (one query: 2.5 ms against 3.6
+ms), and the onnxruntime scan takes 8.7 ms where numpy took 12.3-15.4 ms for the 16 queries of a
+search batch. Filtered searches keep faiss's ID selectors; other index kinds, and indexes on a GPU,
+are searched by faiss.
 
 A request may override an approximate index's search parameters (``nprobe``, ``efSearch``;
 :mod:`service.engine.rank.search_params`): they are handed to faiss with the search (with the ID
-selector
-of a filtered search), never set on the shared index; an override on a GPU-placed index
-searches its CPU original. ``exact`` searches the stored vectors with numpy whatever the index
-is, filtered or not, with a flat index's rescoring: its answers are a flat index's.
+selector of a filtered search), never set on the shared index; an override on a GPU-placed index
+searches its CPU original. ``exact`` searches the stored vectors with numpy whatever the index is,
+filtered or not, with a flat index's rescoring: its answers are a flat index's.
 
 Approximate indexes rank by their own scores (an IVF-PQ index's are approximate) with the same
 tie rule. A page is a slice of one ranking: an IVF index scans the same ``nprobe`` lists

@@ -1,9 +1,7 @@
-"""The live collections one service serves: opened (their logs replayed) at start-up, created
-and dropped over HTTP (:mod:`service.engine.writes.collection_creation` makes what a request asks
-for
+"""The live collections one service serves: opened (their logs replayed) at start-up, created and
+dropped over HTTP (:mod:`service.engine.writes.collection_creation` makes what a request asks for
 into a spec), each with its writer (:class:`service.engine.collection.write_path.CollectionWriter`)
-and the
-high-water marks a write must fit under (:meth:`LiveCollections.admit`).
+and the high-water marks a write must fit under (:meth:`LiveCollections.admit`).
 
 A live collection's name is its only name (no ``<bundle>:`` qualifier); it may not be the name of
 a collection the catalog serves from a bundle, so a search names one or the other, never both.

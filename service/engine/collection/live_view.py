@@ -1,6 +1,5 @@
 """A live collection as a view (:mod:`service.engine.collection.collection_view`): its base through
-faiss,
-its own rows exactly, under the same tie rule as a bundle.
+faiss, its own rows exactly, under the same tie rule as a bundle.
 
 A live collection's items are the rows alive at the view's sequence
 (:class:`storage.live.segment.SegmentView`): first the base's (the bundle the last compaction
@@ -24,13 +23,13 @@ import numpy as np
 import numpy.typing as npt
 
 from formats.field_types import FieldType
-from service.engine.collection.collection_view import SearchedOneByOne, hits_of
+from service.engine.collection.collection_view import SearchedOneByOne, hits_of, keyword_ranking
 from service.engine.collection.knn import SearchHit, restricted_index
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable, filter_mask
 from service.engine.query.levers import ITEM_TEXT, field_text
 from service.engine.rank.fusion import Leg
-from service.engine.rank.lexical_index import LexicalIndexes, best
+from service.engine.rank.lexical_index import LexicalIndexes
 from service.engine.rank.search_params import DEFAULT_PARAMS, EffectiveParams, SearchOverride
 from service.engine.rank.tie_rule import EXTRA_FETCH, SCORE_SLACK, exact_scores, order, settled
 from service.exceptions import SearchParamNotApplicableError, quoted
@@ -220,12 +219,7 @@ class LiveView(SearchedOneByOne):
         alive."""
         view = self.segment
         index = self.lexical.of(view.segment, field)
-        with index.lock:
-            if index.rows < view.rows:
-                index.append(self.field_texts(field, index.rows, view.rows))
-            found = index.score(terms, view.alive())
-        rows, scores, matched = best(found, keep, depth)
-        return Leg(rows, scores), matched
+        return keyword_ranking(self, index, view.alive(), field, terms, keep, depth)
 
     def vectors_of(self, rows: npt.NDArray[np.int64]) -> np.ndarray:
         """The stored vectors of ``rows``."""

@@ -1,6 +1,5 @@
 """A collection split into shards, as one view (:mod:`service.engine.collection.collection_view`)
-that
-fans out to its shards' views and merges under the tie rule.
+that fans out to its shards' views and merges under the tie rule.
 
 Shard ``i`` holds the rows ``offset_i .. offset_i + rows_i - 1`` of the whole collection, in
 order (a bundle split into contiguous row ranges, or shards filled in write order). Each shard
@@ -16,17 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from formats.field_types import FieldType
-from service.engine.collection.collection_view import CollectionView, SearchedOneByOne
+from service.engine.collection.collection_view import (
+    CollectionView,
+    SearchedOneByOne,
+    keyword_ranking,
+)
 from service.engine.collection.knn import SearchHit
 from service.engine.query.filter_grammar import Filter
 from service.engine.query.filtering import Filterable
 from service.engine.rank.fusion import Leg
-from service.engine.rank.lexical_index import LexicalIndexes, best
+from service.engine.rank.lexical_index import LexicalIndexes
 from service.engine.rank.search_params import EffectiveParams, SearchOverride
 from service.engine.rank.tie_rule import order
 from storage.columns import Mask
@@ -45,8 +49,9 @@ class ShardedView(SearchedOneByOne):
         if not self.shards:
             raise ValueError("a sharded view needs at least one shard")
 
-    @property
+    @cached_property
     def _offsets(self) -> list[int]:
+        """Each shard's first global row (made once: a view's shards do not change)."""
         offsets, start = [], 0
         for shard in self.shards:
             offsets.append(start)
@@ -142,15 +147,8 @@ class ShardedView(SearchedOneByOne):
     ) -> tuple[Leg, int]:
         """BM25 with the whole collection's statistics (see the module docstring): every row
         is alive unless a shard's :meth:`keep` of nothing says otherwise."""
-        rows = self.rows
         index = self.lexical.of(self, field)
-        alive = self.keep(None, ())
-        with index.lock:
-            if index.rows < rows:
-                index.append(self.field_texts(field, index.rows, rows))
-            found = index.score(terms, np.ones(rows, np.bool_) if alive is None else alive)
-        hits, scores, matched = best(found, keep, depth)
-        return Leg(hits, scores), matched
+        return keyword_ranking(self, index, self.keep(None, ()), field, terms, keep, depth)
 
     def _by_shard(self, rows: npt.NDArray[np.int64]) -> list[tuple[int, np.ndarray, np.ndarray]]:
         """``(shard, positions in rows, local rows)`` of every shard holding some of ``rows``:

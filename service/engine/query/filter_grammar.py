@@ -8,10 +8,10 @@ A filter is a tree. A leaf names a field and one test of it::
     {"field": "published", "range": {"gte": "2024-01-01T00:00:00Z"}}
     {"field": "discount", "exists": true}
 
-and inner nodes combine filters: ``{"and": [...]}``, ``{"or": [...]}``, ``{"not": {...}}``.
-Each node is a tagged union on the wire (the OpenAPI document says ``oneOf``). The shape is
-checked here; whether the fields exist and the operands fit their types is checked against the
-collection by :mod:`service.engine.query.filtering`, before the search; sizes against settings by
+and inner nodes combine filters: ``{"and": [...]}``, ``{"or": [...]}``, ``{"not": {...}}``. Each
+node is a tagged union on the wire (the OpenAPI document says ``oneOf``). The shape is checked here;
+whether the fields exist and the operands fit their types is checked against the collection by
+:mod:`service.engine.query.filtering`, before the search; sizes against settings by
 :func:`check_filter_limits`.
 """
 

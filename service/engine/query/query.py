@@ -103,8 +103,7 @@ class SearchQuery:
     where: str = ""
     levers: Levers = NO_LEVERS
     """Mode, keywords, fusion, window and re-rank (:mod:`service.engine.query.levers`); the default
-    is
-    a plain dense search."""
+    is a plain dense search."""
 
     @property
     def side_where(self) -> str:

@@ -11,8 +11,7 @@ they are an input of each run, passed without a copy. Row-major vectors go throu
 with ``transB``, column-major ones (``vectors.T`` is then row-major) through ``MatMul``.
 
 The graphs are committed in ``service/engine/rank/graphs`` (``scripts/make_scan_graphs.py`` writes
-them);
-an onnxruntime session is thread-safe, so one scan serves every batcher thread of a process.
+them); an onnxruntime session is thread-safe, so one scan serves every batcher thread of a process.
 """
 
 from __future__ import annotations

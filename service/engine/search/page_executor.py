@@ -4,13 +4,11 @@ Blocking: it runs on a worker thread — the encoder batch's, right after the ba
 :class:`PageRun` is the batcher's follow-up), or the pool's.
 
 The walk: the rows the search may return (alive, kept by the filter, not excluded: one mask for
-every leg), then the legs — dense (the view's own search at ``depth``), lexical (BM25 over the
-same rows) — then their fusion (:mod:`service.engine.rank.fusion`), a re-score of the first
-``depth``
-by the exact stored vectors or another variant's, and the page: ranks ``offset + 1 .. offset +
-k``, every ranking ordered by the tie rule (:mod:`service.engine.rank.tie_rule`). A plain dense
-search
-is one leg at depth ``offset + k``; plain searches of one collection without a filter that finish
+every leg), then the legs — dense (the view's own search at ``depth``), lexical (BM25 over the same
+rows) — then their fusion (:mod:`service.engine.rank.fusion`), a re-score of the first ``depth`` by
+the exact stored vectors or another variant's, and the page: ranks ``offset + 1 .. offset + k``,
+every ranking ordered by the tie rule (:mod:`service.engine.rank.tie_rule`). A plain dense search is
+one leg at depth ``offset + k``; plain searches of one collection without a filter that finish
 encoding in one batch run as one :meth:`CollectionView.top_many` call.
 """
 

@@ -1,14 +1,12 @@
 """Every search planned once: its target, its checks, and the vectors it needs.
 
 :func:`plan_search` turns a :class:`~service.engine.query.query.SearchQuery` into a
-:class:`SearchPlan`
-on the event loop, before anything is encoded:
+:class:`SearchPlan` on the event loop, before anything is encoded:
 
 1. **target** — the collection view (:mod:`service.engine.collection.collection_view`) the query
-names: a
-   live collection by its name, else a bundle collection through :meth:`Catalog.locate` (a bare
-   name finds the one served collection whose variant can answer the side), and the
-   :class:`VectorSpace` its query side is turned into;
+names: a live collection by its name, else a bundle collection through :meth:`Catalog.locate` (a
+bare name finds the one served collection whose variant can answer the side), and the
+:class:`VectorSpace` its query side is turned into;
 2. **checks** — the filter against the view's fields, the search parameters against its index,
    the keywords and their field, the window (where a ranking is cut to it: a hybrid search or a
    re-rank), the re-rank's variant and its view of the same items;
@@ -16,9 +14,9 @@ names: a
    the exact vectors), and in the re-rank variant's.
 
 The searcher (:mod:`service.engine.search.searcher`) makes the vectors
-(:mod:`service.engine.search.side_vectors`)
-and the page executor (:mod:`service.engine.search.page_executor`) runs the plan. Errors are domain
-errors, raised in that order.
+(:mod:`service.engine.search.side_vectors`) and the page executor
+(:mod:`service.engine.search.page_executor`) runs the plan. Errors are domain errors, raised in that
+order.
 """
 
 from __future__ import annotations

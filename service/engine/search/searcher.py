@@ -4,14 +4,12 @@ every lever.
 The HTTP layer makes one :class:`~service.engine.query.query.SearchQuery` of a request and calls
 :meth:`Searcher.search` once (or :meth:`Searcher.search_many` for a bulk request). Every search
 takes the same three steps: it is planned (:func:`service.engine.search.planner.plan_search`:
-target,
-checks, the vectors it needs), its vectors are made (:mod:`service.engine.search.side_vectors`),
-and its
-page is made by the one executor (:mod:`service.engine.search.page_executor`) over the collection's
-view.
-A plain dense search of a text or an image runs on the encoder batch's worker thread right after
-the batch (its follow-up: one trip off the event loop instead of two); any other on a worker
-thread of the pool. Scores and embeddings use the same vectors without the search.
+target, checks, the vectors it needs), its vectors are made
+(:mod:`service.engine.search.side_vectors`), and its page is made by the one executor
+(:mod:`service.engine.search.page_executor`) over the collection's view. A plain dense search of a
+text or an image runs on the encoder batch's worker thread right after the batch (its follow-up: one
+trip off the event loop instead of two); any other on a worker thread of the pool. Scores and
+embeddings use the same vectors without the search.
 
 Each stage adds its time to the request's context (for the ``x-timing-*`` headers, the access
 log and ``timings_ms``) and to the stage histograms. Errors are domain errors

@@ -5,8 +5,7 @@ so a bad item refuses the whole request, naming its position and why.
 
 A delete by filter and a metadata patch are *plans*
 (:data:`service.engine.collection.write_path.Plan`): they read the collection at their own place in
-the
-order of writes, inside the writer.
+the order of writes, inside the writer.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The live catalog (service.engine.collection.catalog): a variant's towers and batchers, and the
-lookups
-requests make — variant by name or default, collection, tower, item row, stored vector — each
-refusing with its domain error; a catalog that cannot be served together is refused when built."""
+lookups requests make — variant by name or default, collection, tower, item row, stored vector —
+each refusing with its domain error; a catalog that cannot be served together is refused when
+built."""
 
 from __future__ import annotations
 

@@ -1,15 +1,14 @@
 """Collections as views (service.engine.collection.collection_view): the parity of every kind.
 
 The same items, in the same order, held as a bundle, as a live collection (half of them in a
-compacted base searched through faiss, half written since), and as three shards of the bundle
-and of the live collection: every lever case — dense, lexical, hybrid with RRF and with the
-weighted sum, a re-rank by the exact vectors and by another variant, filters (and/or/not/in/
-range), exclusions, pages, exact ties, a window smaller than the page of a lexical search —
-planned once (:func:`service.engine.search.planner.checked_plan`) and run by the one executor gives
-the
-same outcome on every view: the same hits (ids, rows, scores to the bit, ranks), the same next
-offset, or the same refusal. Plain searches run together (a bulk's grouped path) equal the same
-searches one by one. Seeded."""
+compacted base searched through faiss, half written since), and as three shards of the bundle and of
+the live collection: every lever case — dense, lexical, hybrid with RRF and with the weighted sum, a
+re-rank by the exact vectors and by another variant, filters (and, or, not, in, range), exclusions,
+pages, exact ties, a window smaller than the page of a lexical search — planned once
+(:func:`service.engine.search.planner.checked_plan`) and run by the one executor gives the same
+outcome on every view: the same hits (ids, rows, scores to the bit, ranks), the same next offset, or
+the same refusal. Plain searches run together (a bulk's grouped path) equal the same searches one by
+one. Seeded."""
 
 from __future__ import annotations
 

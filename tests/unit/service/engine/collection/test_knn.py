@@ -1,6 +1,6 @@
 """Exact top-k with the tie rule (service.engine.collection.knn.nearest): ties broken by row
-ascending even
-across the cut, exclusion, clamping, the faiss thread cap, and a wrong dimension refused."""
+ascending even across the cut, exclusion, clamping, the faiss thread cap, and a wrong dimension
+refused."""
 
 from __future__ import annotations
 

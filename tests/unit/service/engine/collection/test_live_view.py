@@ -1,7 +1,6 @@
 """A live collection's view (service.engine.collection.live_view), searched by the page executor:
-exact
-search over a live segment, brute force's answer under the tie rule (score
-descending, then write order), with filters, exclusions and pages; dead rows never come back."""
+exact search over a live segment, brute force's answer under the tie rule (score descending, then
+write order), with filters, exclusions and pages; dead rows never come back."""
 
 from __future__ import annotations
 

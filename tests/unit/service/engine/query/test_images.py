@@ -1,7 +1,6 @@
 """Image payloads (service.engine.query.images), cheapest check first: the base64 length bound,
-strict
-base64, then decoding; each refusal an ImageRefusedError with its reason and the payload's place
-in the request."""
+strict base64, then decoding; each refusal an ImageRefusedError with its reason and the payload's
+place in the request."""
 
 from __future__ import annotations
 

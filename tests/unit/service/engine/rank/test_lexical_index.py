@@ -1,7 +1,6 @@
 """The keyword index (service.engine.rank.lexical_index): tokens, BM25 scores equal to an
-independent
-implementation (bm25s' lucene method), statistics over the alive rows only, appending in pieces,
-rows without text, the best hits under the tie rule, and one index per owner and field."""
+independent implementation (bm25s' lucene method), statistics over the alive rows only, appending in
+pieces, rows without text, the best hits under the tie rule, and one index per owner and field."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """Search parameters (service.engine.rank.search_params): index kinds, the defaults in force, a
-request's
-override checked against the index, and faiss's per-search parameters."""
+request's override checked against the index, and faiss's per-search parameters."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The search core (service.engine.search.searcher): every kind of query side takes one path to
-ranked
-hits; text and image sides are searched on their batcher's worker thread, item and vector sides on a
-worker thread, each with the faiss thread cap; nothing non-finite reaches faiss; stages are timed;
-scores and embeddings reuse the same steps."""
+ranked hits; text and image sides are searched on their batcher's worker thread, item and vector
+sides on a worker thread, each with the faiss thread cap; nothing non-finite reaches faiss; stages
+are timed; scores and embeddings reuse the same steps."""
 
 from __future__ import annotations
 
