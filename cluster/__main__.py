@@ -3,7 +3,7 @@
 - ``build``: embed a corpus on Ray Data actors and write the same bundle as
   ``python -m index_builder build`` (docs/distributed-build.md);
 - ``split``: cut one collection of a bundle into shard bundles (docs/sharded-serving.md);
-- ``serve-shards``: serve those shards on Ray Serve behind a router that merges their top-k.
+- ``serve-shards``: serve those shards on Ray Serve behind the service's own app.
 
 Without ``--ray-address`` each command starts a local cluster sized by ``--num-cpus``.
 """

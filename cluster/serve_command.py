@@ -2,8 +2,10 @@
 
 ``split`` cuts one collection of a bundle into shard bundles and writes their map
 (:mod:`cluster.shard_split`). ``serve-shards`` serves a map on Ray Serve — one deployment per
-shard, ``--replicas`` replicas each, and the router on ``--host:--port`` — until SIGINT or
-SIGTERM, then shuts Serve down (docs/sharded-serving.md).
+shard, ``--replicas`` replicas each, and the service's own app in front on ``--host:--port`` —
+until SIGINT or SIGTERM, then shuts Serve down (docs/sharded-serving.md). The front door takes
+the service's settings (``CRISSCROSS_*``: limits, keys, timeouts) and the shards' policy and
+placement (``CRISSCROSS_SHARDS_*``, :class:`cluster.shard_settings.ShardSettings`).
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from cluster.router_settings import RouterSettings
 from cluster.runtime import ClusterError, add_ray_arguments, ray_cluster, ray_options_from
-from cluster.shard_split import ShardMapError, read_shard_map, split_bundle
+from cluster.shard_settings import ShardSettings
+from cluster.shard_split import ShardMap, ShardMapError, read_shard_map, split_bundle
+
+if TYPE_CHECKING:
+    from service.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -48,14 +53,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     split.set_defaults(handler=_split)
 
     serve_shards = commands.add_parser(
-        "serve-shards", help="serve shard bundles on Ray Serve behind a merging router"
+        "serve-shards", help="serve shard bundles on Ray Serve behind the service's app"
     )
     serve_shards.add_argument("--shards", type=Path, required=True, help="the shards.json map")
     serve_shards.add_argument(
         "--variant",
         type=Path,
         default=None,
-        help="the variant folder; its text tower answers text queries",
+        help="the variant folder (named as the variant); its towers answer text and image "
+        "queries (without it: vectors and stored items only)",
     )
     add_ray_arguments(serve_shards)
     serve_shards.add_argument(
@@ -71,10 +77,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="logical CPUs per shard replica (CRISSCROSS_SHARDS_SHARD_REPLICA_CPUS)",
     )
     serve_shards.add_argument(
-        "--router-cpus",
+        "--front-cpus",
         type=float,
         default=None,
-        help="logical CPUs per router replica (CRISSCROSS_SHARDS_ROUTER_CPUS)",
+        help="logical CPUs per front-door replica (CRISSCROSS_SHARDS_FRONT_CPUS)",
     )
     serve_shards.add_argument("--host", default="127.0.0.1", help="the HTTP proxy's address")
     serve_shards.add_argument("--port", type=int, default=8100, help="the HTTP proxy's port")
@@ -109,8 +115,9 @@ def _split(args: argparse.Namespace) -> int:
     return 0
 
 
-def settings_from(args: argparse.Namespace) -> RouterSettings:
-    """The environment's settings with the flags given on top (ValidationError if refused)."""
+def settings_from(args: argparse.Namespace) -> ShardSettings:
+    """The environment's shard settings with the flags given on top (ValidationError if
+    refused)."""
     overrides: dict[str, Any] = {}
     if args.replicas is not None:
         overrides["replicas_per_shard"] = args.replicas
@@ -118,12 +125,31 @@ def settings_from(args: argparse.Namespace) -> RouterSettings:
         overrides["missing_shards"] = args.missing_shards
     if args.shard_cpus is not None:
         overrides["shard_replica_cpus"] = args.shard_cpus
-    if args.router_cpus is not None:
-        overrides["router_cpus"] = args.router_cpus
+    if args.front_cpus is not None:
+        overrides["front_cpus"] = args.front_cpus
     if args.shard_deadline_ms is not None:
         overrides["shard_deadline_ms"] = args.shard_deadline_ms
-    base = RouterSettings()
-    return RouterSettings.model_validate(base.model_dump() | overrides)
+    base = ShardSettings()
+    return ShardSettings.model_validate(base.model_dump() | overrides)
+
+
+def service_settings_from(args: argparse.Namespace, shard_map: ShardMap) -> Settings:
+    """The front door's service settings: the environment's, on the proxy's address, with the
+    variant's folder's parent as ``variants_root`` when ``--variant`` is given
+    (ValidationError if refused; ShardMapError when the folder is not the map's variant)."""
+    from service.settings import Settings
+
+    # A live collection's log has one owner; front-door replicas are several: none owns logs.
+    overrides: dict[str, Any] = {"host": args.host, "port": args.port, "collections_dir": None}
+    if args.variant is not None:
+        if args.variant.name != shard_map.variant_name:
+            raise ShardMapError(
+                f"--variant {args.variant} is not the folder of variant "
+                f"{shard_map.variant_name!r} that embedded the shards (the folder is named "
+                "after its variant)"
+            )
+        overrides["variants_root"] = args.variant.parent
+    return Settings(**overrides)
 
 
 def _serve_shards(args: argparse.Namespace) -> int:
@@ -134,7 +160,14 @@ def _serve_shards(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
         shard_map = read_shard_map(args.shards)
-        app = build_sharded_app(settings, args.shards, shard_map, args.variant)
+        service_settings = service_settings_from(args, shard_map)
+        app = build_sharded_app(
+            service_settings,
+            settings,
+            args.shards,
+            shard_map,
+            embeds_queries=args.variant is not None,
+        )
     except (ValidationError, ShardMapError, ValueError) as exc:
         logger.error("%s", exc)
         return 2
@@ -145,14 +178,14 @@ def _serve_shards(args: argparse.Namespace) -> int:
             if needed > have:
                 logger.error(
                     "the deployment needs %.2f logical CPUs (%d shards x %d replicas x %.2f + "
-                    "%d router replicas x %.2f), the cluster has %.2f: lower --replicas, "
-                    "--shard-cpus or --router-cpus, or raise --num-cpus",
+                    "%d front-door replicas x %.2f), the cluster has %.2f: lower --replicas, "
+                    "--shard-cpus or --front-cpus, or raise --num-cpus",
                     needed,
                     len(shard_map.shards),
                     settings.replicas_per_shard,
                     settings.shard_replica_cpus,
-                    settings.router_replicas,
-                    settings.router_cpus,
+                    settings.front_replicas,
+                    settings.front_cpus,
                     have,
                 )
                 return 2
@@ -162,16 +195,19 @@ def _serve_shards(args: argparse.Namespace) -> int:
         return 2
 
 
-def required_cpus(settings: RouterSettings, shards: int) -> float:
-    """Logical CPUs the replicas of ``shards`` shards and the router reserve together."""
+def required_cpus(settings: ShardSettings, shards: int) -> float:
+    """Logical CPUs the replicas of ``shards`` shards and the front door reserve together."""
     return (
         shards * settings.replicas_per_shard * settings.shard_replica_cpus
-        + settings.router_replicas * settings.router_cpus
+        + settings.front_replicas * settings.front_cpus
     )
 
 
 def _run_until_signal(
-    app: Any, args: argparse.Namespace, shard_map: Any, settings: RouterSettings
+    app: Any,
+    args: argparse.Namespace,
+    shard_map: ShardMap,
+    settings: ShardSettings,
 ) -> int:
     """Deploy ``app`` and serve until SIGINT or SIGTERM; Serve is shut down either way. The
     handlers are installed after Ray started (Ray installs its own); a signal that arrives
@@ -193,7 +229,7 @@ def _run_until_signal(
             http_options={
                 "host": args.host,
                 "port": args.port,
-                "request_timeout_s": settings.request_timeout_s,
+                "request_timeout_s": settings.proxy_request_timeout_s,
                 "keep_alive_timeout_s": settings.keep_alive_timeout_s,
             }
         )

@@ -1,16 +1,19 @@
-"""Sharded serving on Ray Serve: one deployment per shard, an HTTP router in front.
+"""Sharded serving on Ray Serve: one deployment per shard, the service's own app in front.
 
 - ``shard-<i>`` (:class:`ShardReplica`, ``replicas_per_shard`` replicas each): loads its shard
-  bundle (hash-checked against the map, then verified) and answers ``search`` / ``health``
+  bundle (hash-checked against the map, then verified) and answers the front door's view calls
   with :class:`cluster.shard_searcher.ShardSearcher`. Encoders stay out of shards.
-- ``router`` (:class:`RouterIngress`): the FastAPI app of :mod:`cluster.router_app`, built on
-  the replica by ``__serve_build_asgi_app__``, reaching the shards through
-  :class:`ServeShardClient` (their deployment handles). It holds the variant's text tower when
-  a variant folder is given.
+- ``front`` (:class:`FrontDoor`): the service's app (:func:`service.http.app.create_app`, the
+  same routes, errors, keys, limits, metrics and OpenAPI document as a single process), built on
+  the replica by ``__serve_build_asgi_app__``, with the sharded collection
+  (:class:`cluster.served_shards.ServedShards`) reaching the shards through
+  :class:`ServeShardCalls` (their deployment handles). With ``embeds_queries`` it loads the
+  variant's encoders from the service settings' ``variants_root``; without, the collection
+  answers vectors and its own items (a text is 409 ``tower_missing``).
 
-:func:`build_sharded_app` binds them into one Serve application;
-:func:`build_router_app` binds a router alone onto shard deployments already running in
-another application (a second router with another policy, say).
+:func:`build_sharded_app` binds them into one Serve application; :func:`build_front_app` binds a
+front door alone onto shard deployments already running in another application (a second front
+door with another policy, say).
 """
 
 from __future__ import annotations
@@ -20,21 +23,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from ray import serve
 from ray.serve.handle import DeploymentHandle
 
-from cluster.router_settings import RouterSettings
-from cluster.shard_router import ShardRouter, ShardSpec
 from cluster.shard_searcher import ShardSearcher
+from cluster.shard_settings import ShardSettings
 from cluster.shard_split import ShardEntry, ShardMap, locate_shards
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from service.settings import Settings
+
 logger = logging.getLogger(__name__)
 
-ROUTER_DEPLOYMENT = "router"
+FRONT_DEPLOYMENT = "front"
 
 
 class _ShardReplica:
@@ -44,118 +47,118 @@ class _ShardReplica:
         self._searcher = ShardSearcher(entry, Path(version_dir), collection)
         logger.info("shard %s ready: %d rows from %s", entry.name, entry.count, version_dir)
 
-    def search(self, queries: np.ndarray, depth: int, include_metadata: bool) -> dict[str, Any]:
-        """The shard's top ``depth`` of each query (:meth:`ShardSearcher.search`)."""
-        return self._searcher.search(queries, depth, include_metadata)
+    def answer(self, method: str, args: tuple[object, ...]) -> object:
+        """The shard view's answer (:meth:`ShardSearcher.answer`)."""
+        return self._searcher.answer(method, args)
 
     def health(self) -> Mapping[str, object]:
         """The shard's health report."""
         return self._searcher.health()
 
 
-class ServeShardClient:
-    """:class:`cluster.shard_router.ShardClient` over Serve deployment handles, by shard name."""
+class ServeShardCalls:
+    """:class:`cluster.served_shards.ShardCalls` over Serve deployment handles, by shard name."""
 
     def __init__(self, handles: Mapping[str, DeploymentHandle[Any]]) -> None:
         self._handles = dict(handles)
 
-    async def search(
-        self, shard: str, queries: np.ndarray, depth: int, include_metadata: bool
-    ) -> object:
-        """Ask one replica of ``shard`` (Serve picks it) for its answer."""
-        response = self._handles[shard].search.remote(queries, depth, include_metadata)
-        return await response
+    def call(self, shard: str, method: str, args: tuple[object, ...], timeout_s: float) -> Any:
+        """Ask one replica of ``shard`` (Serve picks it); a call past ``timeout_s`` is
+        cancelled and raises TimeoutError. Blocking: never on an event loop."""
+        response = self._handles[shard].answer.remote(method, args)
+        try:
+            return response.result(timeout_s=timeout_s)
+        except TimeoutError:
+            response.cancel()  # type: ignore[no-untyped-call]
+            raise
 
     async def health(self, shard: str) -> object:
         """Ask one replica of ``shard`` for its health report."""
         return await self._handles[shard].health.remote()
 
 
-class _RouterIngress:
-    """The HTTP router over the shards' handles."""
+class _FrontDoor:
+    """The service's app, with the sharded collection of ``shard_map`` over its shards."""
 
     def __init__(
         self,
-        settings: RouterSettings,
+        service_settings: Settings,
+        shard_settings: ShardSettings,
         shard_map: ShardMap,
         handles: Mapping[str, DeploymentHandle[Any]],
-        variant_dir: str | None = None,
+        embeds_queries: bool,
     ) -> None:
         # Imported here, not at the top: shard replicas import this module too, and need
         # neither onnxruntime nor the HTTP layer (seconds of start-up each on a small machine).
-        from encoders.text_encoder import OnnxTextEncoder
+        from cluster.served_shards import ServedShards
+        from service.engine.collection.sharded_collections import ShardedCollections
+        from service.http.app import create_app
 
-        self._settings = settings
-        self._shard_map = shard_map
-        self._encoder = None if variant_dir is None else OnnxTextEncoder(Path(variant_dir))
-        if self._encoder is not None and self._encoder.fingerprint != shard_map.variant_fingerprint:
-            raise ValueError(
-                f"variant {variant_dir} has fingerprint {self._encoder.fingerprint}, the shards "
-                f"were embedded by {shard_map.variant_fingerprint} ({shard_map.variant_name})"
-            )
-        self._router = ShardRouter(
-            [ShardSpec(e.name, e.row_offset, e.count) for e in shard_map.shards],
-            ServeShardClient(handles),
-            deadline_s=settings.shard_deadline_s,
-            policy=settings.missing_shards,
-            min_shards_answered=settings.min_shards_answered,
+        self._shards = ServedShards(
+            shard_map, ServeShardCalls(handles), shard_settings, embeds_queries=embeds_queries
         )
+        self._app = create_app(service_settings, sharded=ShardedCollections([self._shards]))
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        from cluster.router_app import create_router_app
-
-        return create_router_app(self._settings, self._shard_map, self._router, self._encoder)
+        return self._app
 
 
 ShardReplica = serve.deployment()(_ShardReplica)
 """The Serve deployment of a shard (named per shard with ``.options(name=...)``)."""
-RouterIngress = serve.deployment(name=ROUTER_DEPLOYMENT)(serve.ingress()(_RouterIngress))
-"""The Serve deployment of the router, its FastAPI app built on each replica."""
+FrontDoor = serve.deployment(name=FRONT_DEPLOYMENT)(serve.ingress()(_FrontDoor))
+"""The Serve deployment of the front door, the service's app built on each replica."""
 
 
-def _router(
-    settings: RouterSettings,
+def _front(
+    service_settings: Settings,
+    shard_settings: ShardSettings,
     shard_map: ShardMap,
     handles: Mapping[str, Any],
-    variant_dir: Path | None,
+    embeds_queries: bool,
 ) -> serve.Application:
-    return RouterIngress.options(
-        num_replicas=settings.router_replicas,
-        max_ongoing_requests=settings.max_ongoing_requests,
-        ray_actor_options={"num_cpus": settings.router_cpus},
-    ).bind(settings, shard_map, handles, None if variant_dir is None else str(variant_dir))
+    return FrontDoor.options(
+        num_replicas=shard_settings.front_replicas,
+        max_ongoing_requests=shard_settings.max_ongoing_requests,
+        ray_actor_options={"num_cpus": shard_settings.front_cpus},
+    ).bind(service_settings, shard_settings, shard_map, handles, embeds_queries)
 
 
 def build_sharded_app(
-    settings: RouterSettings,
+    service_settings: Settings,
+    shard_settings: ShardSettings,
     map_path: Path,
     shard_map: ShardMap,
-    variant_dir: Path | None = None,
+    *,
+    embeds_queries: bool,
 ) -> serve.Application:
-    """The Serve application: every shard's deployment and the router bound to them."""
-    settings.check_shard_count(len(shard_map.shards))
+    """The Serve application: every shard's deployment and the front door bound to them
+    (``embeds_queries``: load the variant from the service settings' ``variants_root``)."""
+    shard_settings.check_shard_count(len(shard_map.shards))
     shards = {
         located.entry.name: ShardReplica.options(
             name=located.entry.name,
-            num_replicas=settings.replicas_per_shard,
-            max_ongoing_requests=settings.max_ongoing_requests,
-            ray_actor_options={"num_cpus": settings.shard_replica_cpus},
+            num_replicas=shard_settings.replicas_per_shard,
+            max_ongoing_requests=shard_settings.max_ongoing_requests,
+            ray_actor_options={"num_cpus": shard_settings.shard_replica_cpus},
         ).bind(located.entry, str(located.version_dir), shard_map.collection)
         for located in locate_shards(map_path, shard_map)
     }
-    return _router(settings, shard_map, shards, variant_dir)
+    return _front(service_settings, shard_settings, shard_map, shards, embeds_queries)
 
 
-def build_router_app(
-    settings: RouterSettings,
+def build_front_app(
+    service_settings: Settings,
+    shard_settings: ShardSettings,
     shard_map: ShardMap,
     shards_app: str,
-    variant_dir: Path | None = None,
+    *,
+    embeds_queries: bool,
 ) -> serve.Application:
-    """A router alone, over the shard deployments of the running application ``shards_app``."""
-    settings.check_shard_count(len(shard_map.shards))
+    """A front door alone, over the shard deployments of the running application
+    ``shards_app``."""
+    shard_settings.check_shard_count(len(shard_map.shards))
     handles = {
         entry.name: serve.get_deployment_handle(entry.name, app_name=shards_app)
         for entry in shard_map.shards
     }
-    return _router(settings, shard_map, handles, variant_dir)
+    return _front(service_settings, shard_settings, shard_map, handles, embeds_queries)

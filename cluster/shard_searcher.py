@@ -1,39 +1,58 @@
-"""One shard's search: its bundle loaded and verified, answered with
-:mod:`service.engine.collection.knn`.
+"""One shard as a collection view in its own process: its bundle loaded and verified, answered
+through :class:`service.engine.collection.bundle_view.BundleView`.
 
-What a shard answers per query is its own top ``depth`` under the tie rule (score descending,
-then row ascending) with *global* rows (``row_offset`` + local row): the same scores, from the
-same float64 rescoring of the stored vectors, as the unsplit bundle gives those rows, so the
-router's merge ties exactly as a single index does. The answer is plain data (lists, dicts,
-floats), the wire format between a shard and the router (:func:`cluster.shard_router.
-parse_shard_answer` checks it on arrival).
+The front door's view of the shard (:class:`cluster.served_shards.RemoteShard`) calls the
+methods of :data:`VIEW_METHODS` by name with plain arguments (a filter node, a mask, a query
+vector, search parameters, a leg of rows); the shard answers with the bundle view's own answers,
+in its local row numbers. Because every shard ranks its rows by the tie rule with the same
+float64 rescoring of the same stored vectors as the unsplit bundle, the front's merge ties
+exactly as one index does. :meth:`ShardSearcher.describe` says what the front plans against
+(fields, index, rows) without asking again per search.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from cluster.shard_split import ShardEntry
+from formats.field_types import FieldType
 from formats.hashing import sha256_file
+from service.engine.collection.bundle_view import BundleView
 from service.engine.collection.catalog import ServedCollection
-from service.engine.collection.knn import nearest_many
 from service.engine.rank.exact_scan import ExactScan
+from service.engine.rank.search_params import IndexFacts, index_facts
 from storage.layout import MANIFEST_FILE
 from storage.manifest import BundleError
 from storage.reader import load_bundle
+
+VIEW_METHODS = frozenset(
+    {"keep", "top", "field_texts", "vectors_of", "row_of", "ids_of", "hits", "keyword_leg"}
+)
+"""The view methods a shard answers for the front door (blocking ones: see
+:class:`service.engine.collection.collection_view.CollectionView`)."""
 
 
 class ShardLoadError(RuntimeError):
     """A shard's bundle is not the one its map names, or cannot be loaded."""
 
 
+@dataclass(frozen=True)
+class ShardFacts:
+    """What the front door plans a search of the shard against (sent once, at start)."""
+
+    shard: str
+    collection: str
+    version: str
+    rows: int
+    fields: Mapping[str, FieldType]
+    index: IndexFacts
+
+
 class ShardSearcher:
-    """The search of one shard (Ray-free: the Serve replica wraps one)."""
+    """The view of one shard (Ray-free: the Serve replica wraps one)."""
 
     def __init__(self, entry: ShardEntry, version_dir: Path, collection: str) -> None:
         manifest_sha = sha256_file(version_dir / MANIFEST_FILE)
@@ -53,52 +72,47 @@ class ShardSearcher:
                 f"{collection!r}"
             )
         self.entry = entry
-        self._served = ServedCollection(
-            variant=bundle.variant_name,
-            bundle=bundle.name,
-            bundle_version=bundle.version,
-            collection=loaded,
-            scan=ExactScan(threads=1),
+        self.view = BundleView(
+            ServedCollection(
+                variant=bundle.variant_name,
+                bundle=bundle.name,
+                bundle_version=bundle.version,
+                collection=loaded,
+                scan=ExactScan(threads=1),
+            )
         )
         self._loaded_at = time.time()
 
-    @property
-    def dim(self) -> int:
-        """The embedding dimension of the shard's vectors."""
-        return self._served.collection.dim
+    def describe(self) -> ShardFacts:
+        """The shard's facts for the front door."""
+        collection = self.view.served.collection
+        return ShardFacts(
+            shard=self.entry.name,
+            collection=collection.name,
+            version=self.view.version,
+            rows=collection.count,
+            fields=dict(collection.fields),
+            index=index_facts(collection),
+        )
 
-    def search(self, queries: np.ndarray, depth: int, include_metadata: bool) -> dict[str, Any]:
-        """The shard's top ``depth`` of each query (float32 ``[n, dim]``, unit rows):
-        ``{"shard", "pages": [{"scores", "rows", "ids", "metadata"}]}`` with global rows;
-        ``metadata`` is None without ``include_metadata``. Blocking (runs the search)."""
-        matrix = np.ascontiguousarray(queries, dtype=np.float32)
-        if matrix.ndim != 2 or matrix.shape[1] != self.dim or not np.isfinite(matrix).all():
-            raise ValueError(f"queries must be finite float32 [n, {self.dim}]")
-        pages = [(depth, 0, ())] * len(matrix)
-        answers = nearest_many(self._served, matrix, pages)
-        offset = self.entry.row_offset
-        return {
-            "shard": self.entry.name,
-            "pages": [
-                {
-                    "scores": [hit.score for hit in hits],
-                    "rows": [hit.row + offset for hit in hits],
-                    "ids": [hit.item_id for hit in hits],
-                    "metadata": [dict(hit.metadata) for hit in hits] if include_metadata else None,
-                }
-                for hits in answers
-            ],
-        }
+    def answer(self, method: str, args: tuple[object, ...]) -> object:
+        """The view's answer to ``method(*args)`` (one of :data:`VIEW_METHODS`, or
+        ``describe``); ValueError for any other name. Blocking."""
+        if method == "describe":
+            return self.describe()
+        if method not in VIEW_METHODS:
+            raise ValueError(f"a shard answers {sorted(VIEW_METHODS)}, not {method!r}")
+        return getattr(self.view, method)(*args)
 
     def health(self) -> Mapping[str, object]:
-        """What ``/v1/shards`` reports of this shard."""
-        served = self._served
+        """What ``GET /v1/collections`` reports of this shard."""
+        view = self.view
         return {
             "shard": self.entry.name,
             "status": "ok",
-            "bundle": served.bundle,
-            "version": served.bundle_version,
-            "count": served.collection.count,
+            "bundle": view.served.bundle,
+            "version": view.version,
+            "count": view.rows,
             "row_offset": self.entry.row_offset,
             "loaded_at": self._loaded_at,
         }

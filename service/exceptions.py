@@ -100,6 +100,17 @@ class NotReadyError(DomainError):
         self.retry_after_s = retry_after_s
 
 
+class ShardsUnavailableError(DomainError):
+    """Shards of a sharded collection did not answer a search in time (or failed), and the
+    collection's missing-shards policy refuses an answer without them; ``missing`` names them.
+    Retry after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, missing: tuple[str, ...], retry_after_s: int) -> None:
+        super().__init__(message)
+        self.missing = missing
+        self.retry_after_s = retry_after_s
+
+
 class BundleRejectedError(DomainError):
     """A bundle version cannot replace the served one (corrupt, or it does not fit the loaded
     encoders); the served version keeps serving."""

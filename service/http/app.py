@@ -18,6 +18,7 @@ from encoders.variant import load_variant_manifest
 from service import ast_parse_lock
 from service.engine.collection.catalog import Catalog, VariantEncoders
 from service.engine.collection.live_collections import LiveCollections
+from service.engine.collection.sharded_collections import ShardedCollections
 from service.http.auth import ApiKeyMiddleware, KeyRing
 from service.http.errors import install_error_handlers
 from service.http.middleware import (
@@ -112,8 +113,20 @@ async def _load_in_background(state: ServiceState) -> None:
     both need to see.
     """
 
+    sharded = state.searcher.sharded
+
     def load() -> Catalog:
-        loaded = load_catalog(state.settings, state.encoder_factory, state.metrics, state.copies)
+        needed = {} if sharded is None else sharded.variants
+        loaded = load_catalog(
+            state.settings,
+            state.encoder_factory,
+            state.metrics,
+            state.copies,
+            needed,
+            bundles_too=sharded is None,
+        )
+        if sharded is not None:
+            sharded.connect()  # what each shard holds: the planner checks against it
         return catch_up(state, loaded)  # a worker of several: the versions the others serve
 
     try:
@@ -146,6 +159,7 @@ def create_app(
     encoder_factory: EncoderFactory | None = None,
     layout: ProcessLayout | None = None,
     span_exporter: SpanExporter | None = None,
+    sharded: ShardedCollections | None = None,
 ) -> FastAPI:
     """Build the service app for ``settings``.
 
@@ -158,7 +172,10 @@ def create_app(
     (:mod:`service.runtime.workers`): its metrics are then written for all of them to read and its
     reloads reach them all. Nothing else is shared between apps. With ``otlp_endpoint`` set, the app
     traces its requests (:mod:`service.telemetry.tracing`: a provider of this process's own),
-    exporting to ``span_exporter`` when one is given (tests), else over OTLP/HTTP.
+    exporting to ``span_exporter`` when one is given (tests), else over OTLP/HTTP. ``sharded``
+    makes the app the front door of collections held by shards in other processes
+    (:mod:`cluster.served_shards` makes them): it serves them, and no bundle; their variants are
+    loaded and the shards are asked what they hold before the app is ready.
     """
     ast_parse_lock.install()  # the app's threads parse .npy headers (see the module)
     layout = layout or ProcessLayout()
@@ -169,6 +186,7 @@ def create_app(
         layout=layout,
         broadcast=None if layout.reload_dir is None else ReloadBroadcast(layout.reload_dir),
     )
+    state.searcher.sharded = sharded
     state.metrics.workers.set(layout.workers)
     tracing = start_tracing(settings, span_exporter)  # None unless otlp_endpoint is set
 

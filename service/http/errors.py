@@ -39,6 +39,7 @@ from service.exceptions import (
     OverloadedError,
     RefusalReason,
     SearchParamNotApplicableError,
+    ShardsUnavailableError,
     ShuttingDownError,
     TowerMissingError,
     VariantMismatchError,
@@ -76,6 +77,7 @@ class ErrorCode(StrEnum):
     WRITE_FAILED = "write_failed"
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
+    SHARDS_UNAVAILABLE = "shards_unavailable"
     INTERNAL = "internal"
 
 
@@ -105,6 +107,7 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.WRITE_FAILED: 503,
     ErrorCode.OVERLOADED: 503,
     ErrorCode.NOT_READY: 503,
+    ErrorCode.SHARDS_UNAVAILABLE: 503,
     ErrorCode.INTERNAL: 500,
 }
 
@@ -122,6 +125,7 @@ CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     OverloadedError: ErrorCode.OVERLOADED,
     ShuttingDownError: ErrorCode.NOT_READY,
     NotReadyError: ErrorCode.NOT_READY,
+    ShardsUnavailableError: ErrorCode.SHARDS_UNAVAILABLE,
     BundleRejectedError: ErrorCode.BUNDLE_REJECTED,
     CollectionExistsError: ErrorCode.COLLECTION_EXISTS,
     CollectionLimitError: ErrorCode.COLLECTION_LIMIT,
@@ -189,9 +193,32 @@ def code_of(error: DomainError) -> ErrorCode:
 
 def retry_after_of(error: DomainError) -> int | None:
     """The ``Retry-After`` seconds a domain error asks for (overload, shutdown), if any."""
-    if isinstance(error, OverloadedError | ShuttingDownError | NotReadyError | WriteFailedError):
+    if isinstance(
+        error,
+        OverloadedError
+        | ShuttingDownError
+        | NotReadyError
+        | WriteFailedError
+        | ShardsUnavailableError,
+    ):
         return error.retry_after_s
     return None
+
+
+MISSING_SHARDS_HEADER = "x-missing-shards"
+"""Names the shards a 503 ``shards_unavailable`` went without, comma-separated."""
+
+
+def headers_of(error: DomainError) -> dict[str, str] | None:
+    """The headers a domain error's answer carries: ``Retry-After`` where it asks for one,
+    ``x-missing-shards`` naming the shards that did not answer."""
+    headers = {}
+    retry_after_s = retry_after_of(error)
+    if retry_after_s is not None:
+        headers["Retry-After"] = str(retry_after_s)
+    if isinstance(error, ShardsUnavailableError):
+        headers[MISSING_SHARDS_HEADER] = ",".join(error.missing)
+    return headers or None
 
 
 MAX_MESSAGE_CHARS = 2000
@@ -298,9 +325,9 @@ async def _service_error_handler(request: Request, exc: Exception) -> Response:
 
 async def _domain_error_handler(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, DomainError)
-    retry_after_s = retry_after_of(exc)
-    headers = {"Retry-After": str(retry_after_s)} if retry_after_s is not None else None
-    return error_response(code_of(exc), exc.message, request_id_of(request.scope), headers=headers)
+    return error_response(
+        code_of(exc), exc.message, request_id_of(request.scope), headers=headers_of(exc)
+    )
 
 
 async def _validation_error_handler(request: Request, exc: Exception) -> Response:

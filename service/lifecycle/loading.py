@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -232,9 +232,15 @@ def load_catalog(
     encoder_factory: EncoderFactory,
     metrics: ServiceMetrics,
     copies: PrivateCopies | None = None,
+    needed_variants: Mapping[str, str] | None = None,
+    *,
+    bundles_too: bool = True,
 ) -> Catalog:
     """Load every bundle the settings name, their variants' encoders (each with its batchers,
-    counted in ``metrics``), and check they agree.
+    counted in ``metrics``), and check they agree. ``needed_variants`` (name → fingerprint)
+    are loaded too, bundle or not: the variants of collections whose rows other processes hold
+    (a sharded collection's), which must have those fingerprints. Without ``bundles_too`` no
+    bundle is read (the front door of sharded collections serves them alone).
 
     With ``copies``, every bundle version is read from its private copy (:func:`private_copies`).
     Blocking (reads files, hashes them, builds ONNX sessions). Raises ``SettingsError`` for
@@ -244,7 +250,7 @@ def load_catalog(
     """
     started = time.perf_counter()
     bundles: list[tuple[str, LoadedBundle]] = []
-    for bundle_dir in settings.bundle_dirs():
+    for bundle_dir in settings.bundle_dirs() if bundles_too else []:
         version_dir = resolve_current(bundle_dir)
         bundle = _load_version(version_dir, settings, copies)
         bundles.append((bundle_dir.name, bundle))
@@ -259,6 +265,9 @@ def load_catalog(
     by_variant: dict[str, list[tuple[str, LoadedBundle]]] = {}
     for bundle_name, bundle in bundles:
         by_variant.setdefault(bundle.variant_name, []).append((bundle_name, bundle))
+    needed = dict(needed_variants or {})
+    for variant_name in needed:
+        by_variant.setdefault(variant_name, [])
     default_name = settings.default_variant
     if default_name is None and len(by_variant) == 1:
         default_name = next(iter(by_variant))
@@ -278,6 +287,13 @@ def load_catalog(
             )
         encoders = encoder_factory(variant_dir, settings)
         _check_encoders_fit(variant_name, encoders, variant_bundles)
+        wanted = needed.get(variant_name)
+        if wanted is not None and encoders.primary.fingerprint != wanted:
+            raise StoreLoadError(
+                f"the sharded collections were embedded with variant {variant_name!r} "
+                f"fingerprint {wanted}, but the variant loaded from disk has fingerprint "
+                f"{encoders.primary.fingerprint}"
+            )
         variant = _served_variant(
             variant_name,
             encoders,

@@ -151,6 +151,7 @@ def test_collections(client: TestClient) -> None:
             }
         ],
         "live": [],
+        "sharded": [],
     }
 
 

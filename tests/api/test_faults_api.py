@@ -20,7 +20,11 @@ import numpy.typing as npt
 import pytest
 from fastapi.testclient import TestClient
 
+from cluster.served_shards import ServedShards
+from cluster.shard_settings import ShardSettings
+from cluster.shard_split import split_bundle
 from service.engine.collection.catalog import VariantEncoders
+from service.engine.collection.sharded_collections import ShardedCollections
 from service.http.app import create_app
 from service.http.errors import STATUS_OF, ErrorCode
 from service.lifecycle.state import STATE_ATTRIBUTE
@@ -32,6 +36,7 @@ from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory
 from tests.fakes.service_app import wait_ready
 from tests.fakes.socket_server import SocketServer, serve_on_socket
+from tests.unit.cluster.sharded_data import local_calls
 
 READ_KEY = "read-key-0123456789abcdef"
 ADMIN_KEY = "admin-key-0123456789abcdef"
@@ -199,6 +204,31 @@ def encoder_gives_nan(root: Path) -> httpx.Response:
         return client.post("/v1/search", json=SEARCH)
 
 
+def shard_down(root: Path) -> httpx.Response:
+    """The front door of a sharded collection (policy fail) with one shard down."""
+    source = write_fake_bundle(root / "bundles")
+    (root / "variants" / FAKE_VARIANT).mkdir(parents=True)
+    map_path = root / "shards.json"
+    shard_map = split_bundle(source, "captions", 2, root / "shards", map_path)
+    calls = local_calls(map_path, shard_map)
+    shards = ServedShards(shard_map, calls, ShardSettings(retry_after_s=2))
+    settings = Settings(bundles_root=root / "bundles", variants_root=root / "variants")
+    app = create_app(
+        settings,
+        encoder_factory=fake_factory(FakeTextEncoder()),
+        sharded=ShardedCollections([shards]),
+    )
+    try:
+        with TestClient(app) as client:
+            wait_ready(client)
+            calls.down.add("shard-1")
+            response = client.post("/v1/search", json=SEARCH)
+            assert response.headers["x-missing-shards"] == "shard-1"
+            return response
+    finally:
+        shards.close()
+
+
 @dataclass(frozen=True)
 class Fault:
     code: ErrorCode
@@ -238,6 +268,9 @@ FAULTS = {
         ErrorCode.HEADERS_TOO_LARGE, too_many_headers, message_part="max_header_count=8"
     ),
     "encoder gives NaN": Fault(ErrorCode.INVALID_INPUT, encoder_gives_nan, message_part="text #0"),
+    "a shard down": Fault(
+        ErrorCode.SHARDS_UNAVAILABLE, shard_down, retry_after=True, message_part="shard-1"
+    ),
     "encoder bug (never a client's doing)": Fault(ErrorCode.INTERNAL, encoder_bug),
 }
 

@@ -51,8 +51,10 @@ def test_text_search_ranks_the_matching_caption_first(client: TestClient) -> Non
         "mode",
         "next_offset",
         "search_params",
+        "missing_shards",
         "timings_ms",
     }
+    assert payload["missing_shards"] == []  # a collection that is not sharded is whole
     assert payload["search_params"] == {}  # a flat index has no search parameters
     assert payload["collection"] == "captions"
     assert payload["variant"] == FAKE_VARIANT

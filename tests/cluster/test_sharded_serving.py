@@ -1,7 +1,9 @@
-"""Sharded serving on a local Ray cluster: a bundle split into 3 shards, 2 Serve replicas each,
-behind two routers (policy ``partial`` at ``/``, ``fail`` at ``/fail``) reached over real HTTP
-through Serve's proxy. Answers equal the unsplit bundle's top-k; killing one shard's replicas
-mid-traffic gives flagged partial answers and 503s naming the shard, never a 500."""
+"""Sharded serving on a local Ray cluster through the one front door: a bundle split into 3
+shards, 2 Serve replicas each, behind two replicas' worth of the service's own app (policy
+``partial`` with the variant's real ONNX text tower at ``/``; ``fail`` without encoders at
+``/fail``), reached over real HTTP through Serve's proxy. Answers equal the unsplit bundle's
+top-k; killing one shard's replicas mid-traffic gives answers listing it in ``missing_shards``
+and 503 ``shards_unavailable`` naming it, never a 500."""
 
 from __future__ import annotations
 
@@ -17,20 +19,21 @@ import httpx
 import numpy as np
 import pytest
 
-from cluster.router_settings import RouterSettings
+from cluster.shard_settings import ShardSettings
 from cluster.shard_split import ShardMap, split_bundle
 from encoders.text_encoder import OnnxTextEncoder
 from encoders.variant import load_variant_manifest
 from service.engine.collection.catalog import ServedCollection
 from service.engine.collection.knn import nearest
+from service.settings import Settings
 from storage.reader import load_bundle
 from tests.fakes.tiny_variant import make_tiny_variant
-from tests.unit.cluster.sharded_data import hard_queries, write_hard_bundle
+from tests.unit.cluster.sharded_data import hard_queries, item_id, write_hard_bundle
 
 ray = pytest.importorskip("ray")
 serve = pytest.importorskip("ray.serve")
 
-from cluster.shard_deployment import build_router_app, build_sharded_app  # noqa: E402
+from cluster.shard_deployment import build_front_app, build_sharded_app  # noqa: E402
 
 ROWS = 3000
 SHARDS_APP = "sharded"
@@ -51,12 +54,12 @@ def free_port() -> int:
         return port
 
 
-def settings(policy: str) -> RouterSettings:
-    return RouterSettings(
+def settings(policy: str) -> ShardSettings:
+    return ShardSettings(
         missing_shards=policy,  # type: ignore[arg-type]
         replicas_per_shard=2,
         shard_replica_cpus=0.25,
-        router_cpus=0.25,
+        front_cpus=0.25,
         shard_deadline_ms=3000,
         health_timeout_ms=3000,
     )
@@ -82,16 +85,19 @@ def served(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
         manifest.name, bundle.name, bundle.version, bundle.collections["captions"]
     )
     port = free_port()
+    service = Settings(bundles_root=root / "no-bundles", variants_root=variant_dir.parent)
     serve.start(http_options={"host": "127.0.0.1", "port": port})
     try:
         serve.run(
-            build_sharded_app(settings("partial"), map_path, shard_map, variant_dir),
+            build_sharded_app(
+                service, settings("partial"), map_path, shard_map, embeds_queries=True
+            ),
             name=SHARDS_APP,
             route_prefix="/",
         )
         serve.run(
-            build_router_app(settings("fail"), shard_map, SHARDS_APP),
-            name="router-fail",
+            build_front_app(service, settings("fail"), shard_map, SHARDS_APP, embeds_queries=False),
+            name="front-fail",
             route_prefix="/fail",
         )
         yield Served(f"http://127.0.0.1:{port}", single, OnnxTextEncoder(variant_dir), shard_map)
@@ -100,23 +106,29 @@ def served(ray_session: None, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 
 def search(client: httpx.Client, url: str, vector: np.ndarray, k: int, offset: int = 0) -> Any:
-    body = {"query": {"vector": vector.tolist()}, "k": k, "offset": offset}
+    body = {
+        "collection": "captions",
+        "query": {"vector": vector.tolist()},
+        "k": k,
+        "offset": offset,
+    }
     return client.post(url, json=body, timeout=30.0)
 
 
 def test_routed_answers_equal_the_unsplit_bundle(served: Served) -> None:
     queries = hard_queries(served.single.collection.vectors, 30)
     with httpx.Client(base_url=served.base) as client:
-        assert client.get("/readyz", timeout=30.0).json() == {"status": "ready"}
-        shards = client.get("/v1/shards", timeout=30.0).json()["shards"]
-        assert [shard["status"] for shard in shards] == ["ok", "ok", "ok"]
+        for prefix in ("", "/fail"):
+            assert wait_for(lambda p=prefix: ready(client, p), 60), f"{prefix}/readyz"
+        (sharded,) = client.get("/v1/collections", timeout=30.0).json()["sharded"]
+        assert [shard["status"] for shard in sharded["shards"]] == ["ok", "ok", "ok"]
         for number, query in enumerate(queries):
             k, offset = (10, 0) if number % 3 else (25, number)
             for prefix in ("", "/fail"):
                 response = search(client, f"{prefix}/v1/search", query, k, offset)
                 assert response.status_code == 200, response.text
                 data = response.json()
-                assert (data["partial"], data["missing_shards"]) == (False, [])
+                assert data["missing_shards"] == []
                 expected = nearest(served.single, query, k, offset=offset)
                 assert [hit["id"] for hit in data["results"]] == [h.item_id for h in expected]
                 assert np.allclose(
@@ -125,13 +137,29 @@ def test_routed_answers_equal_the_unsplit_bundle(served: Served) -> None:
                     rtol=0,
                     atol=1e-6,
                 )
-        text = "a dog sits on the red couch"
-        by_text = client.post("/v1/search", json={"query": {"text": text}, "k": 10}, timeout=30.0)
+        text = {"collection": "captions", "query": {"text": "a dog sits on the red couch"}}
+        by_text = client.post("/v1/search", json=text | {"k": 10}, timeout=30.0)
         assert by_text.status_code == 200, by_text.text
-        expected = nearest(served.single, served.encoder.encode_texts([text])[0], 10)
+        vector = served.encoder.encode_texts([text["query"]["text"]])[0]
+        expected = nearest(served.single, vector, 10)
         assert [hit["id"] for hit in by_text.json()["results"]] == [h.item_id for h in expected]
-        refused = client.post("/fail/v1/search", json={"query": {"text": text}}, timeout=30.0)
-        assert refused.status_code == 422  # the fail router holds no encoder
+        refused = client.post("/fail/v1/search", json=text, timeout=30.0)
+        assert refused.status_code == 409  # the fail front door loads no encoder
+        assert refused.json()["error"]["code"] == "tower_missing"
+        filtered = client.post(
+            "/v1/search",
+            json=text | {"k": 5, "filter": {"field": "group", "eq": 3}},
+            timeout=30.0,
+        )
+        assert filtered.status_code == 200, filtered.text
+        rows = [served.single.collection.row_of[hit["id"]] for hit in filtered.json()["results"]]
+        assert rows
+        assert all(row % 5 == 3 for row in rows)
+        assert "crisscross_requests_total" in client.get("/metrics", timeout=30.0).text
+
+
+def ready(client: httpx.Client, prefix: str) -> bool:
+    return client.get(f"{prefix}/readyz", timeout=30.0).status_code == 200
 
 
 class Traffic(threading.Thread):
@@ -177,7 +205,7 @@ def shard_replicas(shard: str) -> list[dict[str, str]]:
 
 
 def full(_prefix: str, status: int, body: Any) -> bool:
-    return status == 200 and not body["partial"]
+    return status == 200 and not body["missing_shards"]
 
 
 def test_a_killed_shard_mid_traffic(served: Served) -> None:
@@ -205,7 +233,7 @@ def test_a_killed_shard_mid_traffic(served: Served) -> None:
             return traffic.count(flagged) >= 1 and traffic.count(refused) >= 1
 
         assert wait_for(shard_1_down, 60), traffic.answers[seen:][-4:]
-        # Serve replaces the killed replicas: both routers answer whole again.
+        # Serve replaces the killed replicas: both front doors answer whole again.
         recovered = len(traffic.answers)
         assert wait_for(lambda: sum(full(*a) for a in traffic.answers[recovered:]) >= 4, 60), (
             traffic.answers[-4:]
@@ -217,13 +245,20 @@ def test_a_killed_shard_mid_traffic(served: Served) -> None:
     statuses = {(prefix, status) for prefix, status, _ in traffic.answers}
     assert statuses <= {("", 200), ("/fail", 200), ("/fail", 503)}, statuses
     expected = [h.item_id for h in nearest(served.single, query, 10)]
+    entry = served.shard_map.shards[1]
+    shard_1 = {item_id(row) for row in range(entry.row_offset, entry.row_offset + entry.count)}
+    ranked = [h.item_id for h in nearest(served.single, query, ROWS)]
+    without_shard_1 = [i for i in ranked if i not in shard_1][:10]
     for prefix, status, body in traffic.answers:
         if status == 503:
             assert body["error"]["code"] == "shards_unavailable"
             assert "shard-1" in body["error"]["message"]
-        elif body["partial"]:
+        elif body["missing_shards"]:
             assert prefix == ""
             assert body["missing_shards"] == ["shard-1"]
-            assert len(body["results"]) == 10
+            # Left out at its candidates: the best 10 of the other shards; left out between its
+            # candidates and its hits: the whole collection's 10 less shard-1's rows.
+            ids = [hit["id"] for hit in body["results"]]
+            assert ids in (without_shard_1, [i for i in expected if i not in shard_1]), ids
         else:
             assert [hit["id"] for hit in body["results"]] == expected

@@ -157,6 +157,8 @@ class SearchPageResult(ResponseModel):
     next_offset: int | None
     search_params: AppliedSearchParams | None = None
     mode: str | None = None
+    missing_shards: list[str] = Field(default_factory=list)
+    """Shards of a sharded collection the page was made without (their rows are absent)."""
 
 
 class SearchResponse(ResponseModel):
@@ -172,6 +174,8 @@ class SearchResponse(ResponseModel):
     next_offset: int | None = None
     search_params: AppliedSearchParams | None = None
     mode: str | None = None
+    missing_shards: list[str] = Field(default_factory=list)
+    """Shards of a sharded collection the page was made without (their rows are absent)."""
 
 
 class BulkError(ResponseModel):

@@ -27,8 +27,9 @@ RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 NOT_APPLIED_STATUSES = frozenset({408, 429})
 """Statuses after which the service has certainly not acted on the request."""
 
-NOT_APPLIED_CODES = frozenset({"overloaded", "not_ready"})
-"""503 codes the service answers before doing anything (admission, start-up, shut-down)."""
+NOT_APPLIED_CODES = frozenset({"overloaded", "not_ready", "shards_unavailable"})
+"""503 codes the service answers before doing anything (admission, start-up, shut-down; a
+search that shards of a sharded collection did not answer, which changed nothing)."""
 
 
 @dataclass(frozen=True)

@@ -118,7 +118,8 @@ class ServerError(CrisscrossError):
 
 
 class ServiceUnavailableError(ServerError):
-    """503: overloaded, not ready, or a write that could not be made durable."""
+    """503: overloaded, not ready, shards of a sharded collection not answering
+    (``shards_unavailable``), or a write that could not be made durable."""
 
 
 class OverloadedError(ServiceUnavailableError):

@@ -60,6 +60,16 @@ class BundleView:
         """A bundle takes no writes."""
         return False
 
+    @property
+    def remote(self) -> bool:
+        """Searched in this process."""
+        return False
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Always whole."""
+        return ()
+
     def params(self, override: SearchOverride | None, where: str) -> EffectiveParams:
         """The index's parameters under ``override``
         (:func:`service.engine.rank.search_params.resolve`)."""

@@ -68,6 +68,18 @@ class CollectionView(Protocol):
         and it holds one variant's vectors only (no re-rank by another variant)."""
         ...
 
+    @property
+    def remote(self) -> bool:
+        """Whether its searches wait on other processes (shards on Ray): its pages are then made
+        on the pool's threads, never on an encoder batch's thread, which they would hold."""
+        ...
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The parts of the collection that did not answer this search (shards left out under
+        a ``partial`` missing-shards policy); empty for a whole answer."""
+        ...
+
     def params(self, override: SearchOverride | None, where: str) -> EffectiveParams:
         """The search parameters a search uses (``override`` checked against the index);
         :class:`SearchParamNotApplicableError` for parameters it does not take."""

@@ -159,6 +159,16 @@ class LiveView(SearchedOneByOne):
         """A live collection takes writes."""
         return True
 
+    @property
+    def remote(self) -> bool:
+        """Searched in this process."""
+        return False
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Always whole."""
+        return ()
+
     def params(self, override: SearchOverride | None, where: str) -> EffectiveParams:
         """The defaults: :class:`SearchParamNotApplicableError` for ``nprobe`` or
         ``ef_search`` (a live collection is searched exactly)."""

@@ -9,13 +9,20 @@ of the same stored vector (:func:`service.engine.rank.tie_rule.exact_scores`), s
 the merged rankings are the unsplit collection's, ties included. Keyword statistics (BM25's
 document frequencies and lengths) are the whole collection's: the view keeps one keyword index
 over every shard's texts, so a shard's row scores as it would unsplit.
+
+Every call to the shards goes through :meth:`ShardedView.each` (the calls a search may answer
+without some shards: the filter, the dense candidates, the hits) or :meth:`ShardedView.every`
+(those it cannot: stored vectors, ids, texts). Here both ask the shards one after the other and
+let any failure through; a view of shards in other processes (:mod:`cluster.served_shards`) asks
+them at once, under a deadline, and applies its missing-shards policy.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,6 +41,19 @@ from service.engine.rank.lexical_index import LexicalIndexes
 from service.engine.rank.search_params import EffectiveParams, SearchOverride
 from service.engine.rank.tie_rule import order
 from storage.columns import Mask
+
+T = TypeVar("T")
+
+
+class LeftOut:
+    """What :meth:`ShardedView.each` gives in place of the answer of a shard the search goes on
+    without."""
+
+    def __repr__(self) -> str:
+        return "LEFT_OUT"
+
+
+LEFT_OUT = LeftOut()
 
 
 @dataclass(frozen=True)
@@ -89,21 +109,40 @@ class ShardedView(SearchedOneByOne):
         """Whether the shards take writes."""
         return self.shards[0].live
 
+    @property
+    def remote(self) -> bool:
+        """Whether any shard is searched in another process."""
+        return any(shard.remote for shard in self.shards)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Shards in this process always answer."""
+        return ()
+
+    def each(self, calls: Sequence[tuple[int, Callable[[], T]]]) -> list[T | LeftOut]:
+        """The answers of ``(shard, call)`` pairs, in order; :data:`LEFT_OUT` where the search
+        goes on without that shard (never, here: a failure is raised)."""
+        return [call() for _, call in calls]
+
+    def every(self, calls: Sequence[tuple[int, Callable[[], T]]]) -> list[T]:
+        """The answers of ``(shard, call)`` pairs that every shard must give."""
+        return [call() for _, call in calls]
+
     def params(self, override: SearchOverride | None, where: str) -> EffectiveParams:
         """Every shard's parameters checked; the first shard's are used."""
         resolved = [shard.params(override, where) for shard in self.shards]
         return resolved[0]
 
     def keep(self, node: Filter | None, exclude: Collection[str]) -> Mask | None:
-        """Each shard's kept rows, in row order (None: every row of every shard)."""
-        parts = [shard.keep(node, exclude) for shard in self.shards]
+        """Each shard's kept rows, in row order (None: every row of every shard); a shard
+        left out keeps none."""
+        parts = self.each(
+            [(i, partial(shard.keep, node, exclude)) for i, shard in enumerate(self.shards)]
+        )
         if all(part is None for part in parts):
             return None
         return np.concatenate(
-            [
-                np.ones(shard.rows, dtype=np.bool_) if part is None else part
-                for shard, part in zip(self.shards, parts, strict=True)
-            ]
+            [_whole(shard, part) for shard, part in zip(self.shards, parts, strict=True)]
         )
 
     def _slices(self, keep: Mask | None) -> list[Mask | None]:
@@ -125,29 +164,39 @@ class ShardedView(SearchedOneByOne):
         self, query: np.ndarray, wanted: int, keep: Mask | None, params: EffectiveParams
     ) -> Leg:
         """Each shard's best ``wanted`` (as many as it keeps), merged by the tie rule."""
-        legs = []
-        for start, shard, part in zip(self._offsets, self.shards, self._slices(keep), strict=True):
+        asks, starts = [], []
+        slices = self._slices(keep)
+        for number, (start, shard, part) in enumerate(
+            zip(self._offsets, self.shards, slices, strict=True)
+        ):
             depth = min(wanted, shard.kept_count(part))
             if depth > 0:
-                leg = shard.top(query, depth, part, params)
-                legs.append(Leg(leg.rows + start, leg.scores))
+                asks.append((number, partial(shard.top, query, depth, part, params)))
+                starts.append(start)
+        legs = [
+            Leg(leg.rows + start, leg.scores)
+            for start, leg in zip(starts, self.each(asks), strict=True)
+            if not isinstance(leg, LeftOut)
+        ]
         return _merged(legs, wanted)
 
     def field_texts(self, field: str, start: int, stop: int) -> list[str | None]:
         """The texts of rows ``start .. stop - 1``, from the shards that hold them."""
-        texts: list[str | None] = []
-        for offset, shard in zip(self._offsets, self.shards, strict=True):
+        asks = []
+        for number, (offset, shard) in enumerate(zip(self._offsets, self.shards, strict=True)):
             low, high = max(start, offset), min(stop, offset + shard.rows)
             if low < high:
-                texts += shard.field_texts(field, low - offset, high - offset)
-        return texts
+                asks.append(
+                    (number, partial(shard.field_texts, field, low - offset, high - offset))
+                )
+        return [text for part in self.every(asks) for text in part]
 
     def keyword_leg(
         self, field: str, terms: list[str], keep: Mask | None, depth: int
     ) -> tuple[Leg, int]:
         """BM25 with the whole collection's statistics (see the module docstring): every row
         is alive unless a shard's :meth:`keep` of nothing says otherwise."""
-        index = self.lexical.of(self, field)
+        index = self.lexical.of(self.shards, field)  # the same shards: the same rows
         return keyword_ranking(self, index, self.keep(None, ()), field, terms, keep, depth)
 
     def _by_shard(self, rows: npt.NDArray[np.int64]) -> list[tuple[int, np.ndarray, np.ndarray]]:
@@ -163,18 +212,24 @@ class ShardedView(SearchedOneByOne):
 
     def vectors_of(self, rows: npt.NDArray[np.int64]) -> np.ndarray:
         """The stored vectors of ``rows``, read from their shards."""
-        vectors = self.shards[0].vectors_of(rows[:0])
-        if len(rows) == 0:
-            return vectors
-        out = np.empty((len(rows), vectors.shape[1]), dtype=np.float32)
-        for shard, positions, local in self._by_shard(rows):
-            out[positions] = self.shards[shard].vectors_of(local)
+        groups = self._by_shard(rows)
+        if not groups:
+            return self.shards[0].vectors_of(rows)
+        asks = [
+            (shard, partial(self.shards[shard].vectors_of, local)) for shard, _, local in groups
+        ]
+        parts = self.every(asks)
+        out = np.empty((len(rows), parts[0].shape[1]), dtype=np.float32)
+        for (_, positions, _), part in zip(groups, parts, strict=True):
+            out[positions] = part
         return out
 
     def row_of(self, item_id: str) -> int | None:
         """The global row of ``item_id`` (the first shard that holds it)."""
-        for offset, shard in zip(self._offsets, self.shards, strict=True):
-            row = shard.row_of(item_id)
+        asks = [
+            (number, partial(shard.row_of, item_id)) for number, shard in enumerate(self.shards)
+        ]
+        for offset, row in zip(self._offsets, self.every(asks), strict=True):
             if row is not None:
                 return offset + row
         return None
@@ -182,18 +237,25 @@ class ShardedView(SearchedOneByOne):
     def ids_of(self, rows: npt.NDArray[np.int64]) -> list[str]:
         """The ids of ``rows``, read from their shards."""
         ids = [""] * len(rows)
-        for shard, positions, local in self._by_shard(rows):
-            for position, item_id in zip(
-                positions.tolist(), self.shards[shard].ids_of(local), strict=True
-            ):
+        groups = self._by_shard(rows)
+        asks = [(shard, partial(self.shards[shard].ids_of, local)) for shard, _, local in groups]
+        for (_, positions, _), part in zip(groups, self.every(asks), strict=True):
+            for position, item_id in zip(positions.tolist(), part, strict=True):
                 ids[position] = item_id
         return ids
 
     def hits(self, leg: Leg, offset: int) -> list[SearchHit]:
-        """The hits of ``leg``'s rows (global row numbers), read from their shards."""
+        """The hits of ``leg``'s rows (global row numbers), read from their shards; the rows
+        of a shard left out are not shown (the others keep their ranks)."""
         found: list[SearchHit | None] = [None] * len(leg.rows)
-        for shard, positions, local in self._by_shard(leg.rows):
-            part = self.shards[shard].hits(Leg(local, leg.scores[positions]), 0)
+        groups = self._by_shard(leg.rows)
+        asks = [
+            (shard, partial(self.shards[shard].hits, Leg(local, leg.scores[positions]), 0))
+            for shard, positions, local in groups
+        ]
+        for (_, positions, _), part in zip(groups, self.each(asks), strict=True):
+            if isinstance(part, LeftOut):
+                continue
             for position, hit in zip(positions.tolist(), part, strict=True):
                 found[position] = SearchHit(
                     offset + position + 1,
@@ -203,6 +265,13 @@ class ShardedView(SearchedOneByOne):
                     hit.metadata,
                 )
         return [hit for hit in found if hit is not None]
+
+
+def _whole(shard: CollectionView, part: Mask | LeftOut | None) -> Mask:
+    """A shard's kept rows as a mask: every row for None, none for a shard left out."""
+    if isinstance(part, LeftOut):
+        return np.zeros(shard.rows, dtype=np.bool_)
+    return np.ones(shard.rows, dtype=np.bool_) if part is None else part
 
 
 def _merged(legs: list[Leg], wanted: int) -> Leg:

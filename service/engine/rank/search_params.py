@@ -145,40 +145,78 @@ def default_params(collection: LoadedCollection) -> EffectiveParams:
     return DEFAULT_PARAMS
 
 
+@dataclass(frozen=True, slots=True)
+class IndexFacts:
+    """What checking a search's parameters reads of an index: its kind, its factory string (for
+    messages), the parameters in force by default and an IVF index's ``nlist``. Plain data: a
+    shard on another process sends its own (:func:`index_facts`) to the view that plans over
+    it."""
+
+    kind: IndexKind
+    factory: str
+    defaults: EffectiveParams
+    nlist: int | None = None
+    """An IVF index's number of lists (None: not IVF; ``nprobe`` does not apply)."""
+    hnsw: bool = False
+    """Whether the index is HNSW (``ef_search`` applies)."""
+
+
+def index_facts(collection: LoadedCollection) -> IndexFacts:
+    """The :class:`IndexFacts` of ``collection``'s index."""
+    index = cpu_index(collection.index)
+    ivf = _ivf_of(index)
+    return IndexFacts(
+        kind=index_kind(collection),
+        factory=collection.factory,
+        defaults=default_params(collection),
+        nlist=None if ivf is None else int(ivf.nlist),
+        hnsw=_hnsw_of(index) is not None,
+    )
+
+
 def resolve(
     collection: LoadedCollection, override: SearchOverride | None, where: str
 ) -> EffectiveParams:
     """The parameters a search of ``collection`` runs with under ``override`` (None: the
-    defaults).
+    defaults): :func:`resolve_facts` of its :func:`index_facts`."""
+    if override is None:
+        return default_params(collection)
+    return resolve_facts(index_facts(collection), override, where)
+
+
+def resolve_facts(
+    facts: IndexFacts, override: SearchOverride | None, where: str
+) -> EffectiveParams:
+    """The parameters a search of an index described by ``facts`` runs with under ``override``
+    (None: the defaults).
 
     Raises :class:`SearchParamNotApplicableError` when the override does not fit the index:
     ``nprobe`` on an index that is not IVF or above its ``nlist``, ``ef_search`` on an index
     that is not HNSW. ``where`` locates the parameters in the request (``search_params``).
     """
-    defaults = default_params(collection)
+    defaults = facts.defaults
     if override is None:
         return defaults
     if override.exact:
         return EffectiveParams(exact=True, overridden=True)
-    kind = index_kind(collection)
+    kind, factory = facts.kind, facts.factory
     nprobe, ef_search = defaults.nprobe, defaults.ef_search
     if override.nprobe is not None:
-        ivf = _ivf_of(cpu_index(collection.index))
-        if ivf is None:
+        if facts.nlist is None:
             raise SearchParamNotApplicableError(
-                f"{where}.nprobe: the collection's index is {kind} ({collection.factory}); "
+                f"{where}.nprobe: the collection's index is {kind} ({factory}); "
                 "nprobe applies to IVF indexes only"
             )
-        if override.nprobe > int(ivf.nlist):
+        if override.nprobe > facts.nlist:
             raise SearchParamNotApplicableError(
                 f"{where}.nprobe: {override.nprobe} is more than the index's nlist="
-                f"{int(ivf.nlist)} (its number of inverted lists); at most {int(ivf.nlist)}"
+                f"{facts.nlist} (its number of inverted lists); at most {facts.nlist}"
             )
         nprobe = override.nprobe
     if override.ef_search is not None:
-        if _hnsw_of(cpu_index(collection.index)) is None:
+        if not facts.hnsw:
             raise SearchParamNotApplicableError(
-                f"{where}.ef_search: the collection's index is {kind} ({collection.factory}); "
+                f"{where}.ef_search: the collection's index is {kind} ({factory}); "
                 "ef_search applies to HNSW indexes only"
             )
         ef_search = override.ef_search

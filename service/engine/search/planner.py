@@ -4,9 +4,10 @@
 :class:`SearchPlan` on the event loop, before anything is encoded:
 
 1. **target** — the collection view (:mod:`service.engine.collection.collection_view`) the query
-names: a live collection by its name, else a bundle collection through :meth:`Catalog.locate` (a
-bare name finds the one served collection whose variant can answer the side), and the
-:class:`VectorSpace` its query side is turned into;
+   names: a live collection by its name, else a sharded collection by its name
+   (:mod:`service.engine.collection.sharded_collections`), else a bundle collection through
+   :meth:`Catalog.locate` (a bare name finds the one served collection whose variant can answer
+   the side), and the :class:`VectorSpace` its query side is turned into;
 2. **checks** — the filter against the view's fields, the search parameters against its index,
    the keywords and their field, the window (where a ranking is cut to it: a hybrid search or a
    re-rank), the re-rank's variant and its view of the same items;
@@ -30,6 +31,7 @@ from service.engine.collection.catalog import Catalog, ServedCollection, ServedV
 from service.engine.collection.collection_view import CollectionView
 from service.engine.collection.live_collections import LiveCollections, LiveEntry
 from service.engine.collection.live_view import LiveView
+from service.engine.collection.sharded_collections import ShardedCollection, ShardedCollections
 from service.engine.query.filtering import check_filter
 from service.engine.query.levers import keywords, needs_vector
 from service.engine.query.query import (
@@ -61,6 +63,9 @@ class VectorSpace:
     variant: ServedVariant | None
     dim: int
     live: str | None = None
+    items: CollectionView | None = None
+    """The view whose stored items a side may name, where that is the searched collection's
+    alone and reading them is blocking (a sharded collection's)."""
 
 
 @dataclass(frozen=True)
@@ -104,12 +109,17 @@ def plan_search(
     live: LiveCollections | None,
     query: SearchQuery,
     faiss_threads: int = 0,
+    sharded: ShardedCollections | None = None,
 ) -> SearchPlan:
     """The plan of ``query`` (see the module docstring): :class:`NotFoundError`,
     :class:`AmbiguousNameError`, :class:`VariantMismatchError`, :class:`TowerMissingError` for
     the target; :class:`FilterNotApplicableError`, :class:`InvalidQueryError`,
     :class:`SearchParamNotApplicableError`, :class:`LeverNotApplicableError` for the checks."""
     entry = None if live is None else live.get(query.collection)
+    shards = None if sharded is None or entry is not None else sharded.get(query.collection)
+    if shards is not None:
+        assert sharded is not None
+        return _sharded_plan(catalog, sharded, shards, query)
     if entry is not None:
         view: CollectionView
         view, space, bundle = _live_target(entry, query)
@@ -170,6 +180,57 @@ def checked_plan(
         bundle=bundle,
         embedded_by=embedded_by,
     )
+
+
+def _sharded_plan(
+    catalog: Catalog, sharded: ShardedCollections, shards: ShardedCollection, query: SearchQuery
+) -> SearchPlan:
+    """The plan of ``query`` on a sharded collection: a view of its shards, in its variant's
+    space where the side needs a tower. :class:`VariantMismatchError` for another variant,
+    :class:`TowerMissingError` when its variant is not served with the side's tower,
+    :class:`LeverNotApplicableError` for a re-rank by another variant."""
+    if query.variant is not None and query.variant != shards.variant:
+        raise VariantMismatchError(
+            f"variant: sharded collection {quoted(shards.name)} was embedded by variant "
+            f"{shards.variant!r}, not {query.variant!r}: leave 'variant' out"
+        )
+    levers = query.levers
+    if levers.rerank is not None and levers.rerank.by == "variant":
+        raise LeverNotApplicableError(
+            f"{levers.where}rerank: sharded collection {quoted(shards.name)} holds one "
+            "variant's vectors; re-rank it by its exact vectors (by: exact)"
+        )
+    side = query.side
+    if isinstance(side, ItemSide) and sharded.get(side.collection) is not shards:
+        raise NotFoundError(
+            f"{query.side_where}: a search of sharded collection {quoted(shards.name)} takes "
+            f"items of that collection, not of {quoted(side.collection)}"
+        )
+    tower = tower_of(query.side)
+    variant = (
+        catalog.variant_named(shards.variant)
+        if tower is None
+        else sharded_variant(catalog, shards, tower, query.side_where)
+    )
+    view = shards.view()
+    space = VectorSpace(variant, shards.dim, items=view)
+    return checked_plan(view, query, space, bundle=shards.bundle, embedded_by=shards.variant)
+
+
+def sharded_variant(
+    catalog: Catalog, shards: ShardedCollection, tower: Tower, where: str
+) -> ServedVariant:
+    """The served variant whose ``tower`` embeds the inputs of a sharded collection;
+    :class:`TowerMissingError` when the collection is served without its variant's encoders or
+    the variant lacks the tower."""
+    variant = catalog.variant_named(shards.variant)
+    if variant is None:
+        raise TowerMissingError(
+            f"{where}: sharded collection {quoted(shards.name)} is served without its variant "
+            f"{shards.variant!r}: send a vector or an item"
+        )
+    catalog.require_tower(variant, tower, where)
+    return variant
 
 
 def _live_target(entry: LiveEntry, query: SearchQuery) -> tuple[LiveView, VectorSpace, str]:

@@ -28,8 +28,10 @@ import numpy as np
 from starlette.concurrency import run_in_threadpool
 
 from encoders.image_decode import ImageLimits
+from encoders.variant import Tower
 from service.engine.collection.catalog import Catalog, ServedVariant
 from service.engine.collection.live_collections import LiveCollections, LiveEntry
+from service.engine.collection.sharded_collections import ShardedCollections
 from service.engine.encode.query_cache import QueryCache
 from service.engine.query.images import ImagePayload
 from service.engine.query.query import (
@@ -44,7 +46,15 @@ from service.engine.query.query import (
 )
 from service.engine.search.page_executor import PageRun, Vectors, execute, run_together
 from service.engine.search.pages import SearchPage
-from service.engine.search.planner import SearchPlan, VectorSpace, can_answer, plan_search, target
+from service.engine.search.planner import (
+    SearchPlan,
+    VectorSpace,
+    can_answer,
+    live_variant,
+    plan_search,
+    sharded_variant,
+    target,
+)
 from service.engine.search.side_vectors import EmbeddedTexts, SideVectors
 from service.exceptions import (
     DomainError,
@@ -67,11 +77,14 @@ class Answer:
     bundle: str
     bundle_version: str
     page: SearchPage
+    missing: tuple[str, ...] = ()
+    """The shards a sharded collection answered without (its policy ``partial``)."""
 
     @classmethod
     def of(cls, plan: SearchPlan, page: SearchPage) -> Answer:
         """The answer of ``plan``'s search."""
-        return cls(plan.collection, plan.embedded_by, plan.bundle, plan.view.version, page)
+        view = plan.view
+        return cls(plan.collection, plan.embedded_by, plan.bundle, view.version, page, view.missing)
 
 
 class Searcher:
@@ -88,6 +101,8 @@ class Searcher:
         self._faiss_threads = faiss_threads
         self.sides = SideVectors(metrics, image_limits)
         """Turns query sides into vectors (texts, images, items, clients' vectors)."""
+        self.sharded: ShardedCollections | None = None
+        """The collections held by shards in other processes (the sharded mode)."""
 
     @property
     def live(self) -> LiveCollections | None:
@@ -113,6 +128,8 @@ class Searcher:
         dims = {variant.dim for variant in catalog.variants}
         if self.live is not None:
             dims |= {entry.collection.spec.dim for entry in self.live.entries}
+        if self.sharded is not None:
+            dims |= {entry.dim for entry in self.sharded.entries}
         return dims
 
     def live_entry(self, name: str) -> LiveEntry | None:
@@ -122,6 +139,22 @@ class Searcher:
 
     target = staticmethod(target)
     """The variant and bundle collection a search names (:func:`.planner.target`)."""
+
+    def require_tower(
+        self, catalog: Catalog, variant_name: str | None, collection: str, tower: Tower, where: str
+    ) -> None:
+        """Refuse, before any input is read, a search of ``collection`` by a side that needs
+        ``tower``: the errors the planner would raise for its target (a live, sharded or bundle
+        collection)."""
+        live = self.live_entry(collection)
+        if live is not None:
+            live_variant(catalog, live, tower, where)
+            return
+        shards = None if self.sharded is None else self.sharded.get(collection)
+        if shards is not None:
+            sharded_variant(catalog, shards, tower, where)
+            return
+        target(catalog, variant_name, collection, tower, where)
 
     @staticmethod
     def variant_for(
@@ -140,7 +173,7 @@ class Searcher:
 
     def plan(self, catalog: Catalog, query: SearchQuery) -> SearchPlan:
         """The plan of ``query`` (:func:`service.engine.search.planner.plan_search`)."""
-        return plan_search(catalog, self.live, query, self._faiss_threads)
+        return plan_search(catalog, self.live, query, self._faiss_threads, self.sharded)
 
     async def search(self, context: RequestContext, catalog: Catalog, query: SearchQuery) -> Answer:
         """One page of hits for ``query``: planned (every check before anything is encoded),
@@ -152,7 +185,8 @@ class Searcher:
         :class:`OverloadedError` or :class:`ShuttingDownError` as the batchers do."""
         plan = self.plan(catalog, query)
         side, variant = query.side, plan.space.variant
-        if plan.plain and variant is not None and isinstance(side, TextSide | ImageSide):
+        follow = plan.plain and not plan.view.remote
+        if follow and variant is not None and isinstance(side, TextSide | ImageSide):
             cached = (
                 self.sides.cached_text(variant, side.text) if isinstance(side, TextSide) else None
             )

@@ -1,6 +1,7 @@
 """The one place a query side becomes a vector: a text through the query cache or its variant's
 text batcher, an image decoded (with limits) and embedded by its image batcher, a stored item's
-vector (a bundle's or a live collection's), or a client's own vector checked and normalised.
+vector (a bundle's, a live collection's or a sharded collection's), or a client's own vector
+checked and normalised.
 Searches, scores, embeddings and writes all take their vectors here.
 
 Each stage adds its time to the request's context (for the ``x-timing-*`` headers, the access
@@ -19,6 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from encoders.image_decode import ImageLimits
 from encoders.variant import Tower
 from service.engine.collection.catalog import Catalog, ServedVariant
+from service.engine.collection.collection_view import CollectionView
 from service.engine.collection.live_collections import LiveCollections
 from service.engine.encode.batcher import EncodeResult, FollowUp
 from service.engine.encode.query_cache import QueryCache
@@ -71,6 +73,8 @@ class SideVectors:
             rows = await self.embed_texts(context, variant, [side.text])
         elif isinstance(side, ImageSide) and variant is not None:
             rows = await self.embed_images(context, variant, [side.payload])
+        elif isinstance(side, ItemSide) and space.items is not None:
+            return await run_in_threadpool(stored_vector, space.items, side, where)
         else:
             return self.given(catalog, space, side, where)
         vector: np.ndarray = rows[0]
@@ -285,3 +289,17 @@ class SideVectors:
 
 def _all_bytes(payloads: Sequence[ImagePayload]) -> list[bytes]:
     return [payload_bytes(payload) for payload in payloads]
+
+
+def stored_vector(view: CollectionView, side: ItemSide, where: str) -> np.ndarray:
+    """The stored vector of the item ``side`` names in ``view`` (the planner checked that it
+    names that collection): :class:`NotFoundError` for an item it does not hold. Blocking (the
+    view may ask other processes)."""
+    del where
+    row = view.row_of(side.item_id)
+    if row is None:
+        raise NotFoundError(
+            f"unknown item {quoted(side.item_id)} in collection {quoted(view.name)}"
+        )
+    vector: np.ndarray = view.vectors_of(np.array([row], dtype=np.int64))[0]
+    return vector

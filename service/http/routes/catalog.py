@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, cast
+from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Header, Query, Response
 
+from service.engine.collection.sharded_collections import ShardedCollection
 from service.engine.query.query import ItemSide
 from service.engine.rank.search_params import default_params, index_kind, on_disk
 from service.engine.search.searcher import Searcher
@@ -20,6 +21,8 @@ from service.http.schemas.catalog import (
     IndexTuningInfo,
     ItemResponse,
     ProcessInfo,
+    ShardedCollectionInfo,
+    ShardInfo,
     VariantInfo,
     VariantsResponse,
 )
@@ -161,7 +164,7 @@ async def collections(catalog: CatalogDep, state: StateDep) -> CollectionsRespon
     searches it on; for an approximate index its kind, the search parameters in force and what
     the build measured of its recall (``tuning``); and the live collections, with their counts
     as of now (``live``)."""
-    live = state.searcher.live
+    live, sharded = state.searcher.live, state.searcher.sharded
     return CollectionsResponse(
         collections=[
             CollectionInfo(
@@ -191,4 +194,33 @@ async def collections(catalog: CatalogDep, state: StateDep) -> CollectionsRespon
             for served in catalog.collections
         ],
         live=[] if live is None else [LiveCollectionInfo.of(entry) for entry in live.entries],
+        sharded=[]
+        if sharded is None
+        else [await _sharded_info(entry) for entry in sharded.entries],
+    )
+
+
+async def _sharded_info(collection: ShardedCollection) -> ShardedCollectionInfo:
+    """A sharded collection's facts and its shards' states (each asked now)."""
+    return ShardedCollectionInfo(
+        name=collection.name,
+        qualified_name=f"{collection.bundle}:{collection.name}",
+        count=collection.rows,
+        dim=collection.dim,
+        variant=collection.variant,
+        bundle=collection.bundle,
+        bundle_version=collection.bundle_version,
+        missing_shards_policy=cast("Literal['fail', 'partial']", collection.missing_shards),
+        shard_deadline_ms=collection.shard_deadline_ms,
+        shards=[
+            ShardInfo(
+                name=state.name,
+                row_offset=state.row_offset,
+                count=state.rows,
+                version=state.version,
+                status="ok" if state.ok else "down",
+                reason=state.reason,
+            )
+            for state in await collection.states()
+        ],
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import Response
 
+from service.exceptions import NotReadyError
 from service.http.dependencies import StateDep
 from service.http.routes import error_responses
 from service.http.schemas.health import StatusResponse
@@ -25,10 +26,16 @@ async def healthz() -> StatusResponse:
     summary="Readiness",
 )
 async def readyz(state: StateDep) -> StatusResponse:
-    """200 once every bundle and encoder is loaded; 503 not_ready with Retry-After before (the
-    message says whether loading is still running or failed, and why) and once shutdown began."""
+    """200 once every bundle and encoder is loaded (and, for sharded collections, while their
+    shards answer as their policy needs); 503 not_ready with Retry-After before (the message
+    says whether loading is still running or failed, and why), while shards are down, and once
+    shutdown began."""
     if state.catalog is None or state.draining:
         raise state.not_ready_error()
+    sharded = state.searcher.sharded
+    reason = None if sharded is None else await sharded.not_ready()
+    if reason is not None:
+        raise NotReadyError(f"not ready: {reason}", state.settings.not_ready_retry_after_s)
     return StatusResponse(status="ready")
 
 

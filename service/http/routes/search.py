@@ -13,7 +13,6 @@ from starlette.datastructures import FormData, UploadFile
 
 from service.engine.query.images import ImagePayload, refuse_oversized_file
 from service.engine.query.query import ImageSide, SearchQuery
-from service.engine.search.planner import live_variant
 from service.engine.search.searcher import Answer
 from service.exceptions import DomainError, ImageRefusedError, quoted
 from service.http.dependencies import (
@@ -68,6 +67,7 @@ def _page_result(answer: Answer, include_metadata: bool) -> dict[str, Any]:
         "next_offset": page.next_offset,
         "search_params": page.params.as_dict(),
         "mode": page.mode,
+        "missing_shards": list(answer.missing),
     }
 
 
@@ -247,13 +247,9 @@ async def search_upload(
         upload, options = _upload_form(form)
         check_limits(options, settings)
         # Refused before the file is read: a collection or variant that cannot take an image.
-        live = state.searcher.live_entry(options.collection)
-        if live is None:
-            state.searcher.target(
-                catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
-            )
-        else:
-            live_variant(catalog, live, "image", UPLOAD_FILE_FIELD)
+        state.searcher.require_tower(
+            catalog, options.variant, options.collection, "image", UPLOAD_FILE_FIELD
+        )
         try:
             refuse_oversized_file(UPLOAD_FILE_FIELD, upload.size or 0, settings)
         except ImageRefusedError as error:

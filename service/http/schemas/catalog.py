@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -170,6 +170,38 @@ class CollectionInfo(BaseModel):
     )
 
 
+class ShardInfo(BaseModel):
+    """One shard of a sharded collection, as it answered its health check now."""
+
+    name: str = Field(
+        description="The shard's name: what missing_shards and x-missing-shards list."
+    )
+    row_offset: int = Field(description="The collection's row its first row is.")
+    count: int
+    version: str = Field(description="The version of the shard's bundle.")
+    status: Literal["ok", "down"]
+    reason: str | None = Field(default=None, description="Why it is down; null when ok.")
+
+
+class ShardedCollectionInfo(BaseModel):
+    """A collection held by shards in other processes (``cluster serve-shards``)."""
+
+    name: str
+    qualified_name: str = Field(description="'<bundle>:<collection>', as for a bundle's.")
+    count: int
+    dim: int
+    variant: str = Field(description="The variant that embedded it.")
+    bundle: str = Field(description="The bundle its shards were cut from.")
+    bundle_version: str
+    missing_shards_policy: Literal["fail", "partial"] = Field(
+        description="A search that a shard does not answer in time: 'fail' is 503 "
+        "shards_unavailable naming it; 'partial' answers from the others, listing it in "
+        "missing_shards."
+    )
+    shard_deadline_ms: int = Field(description="How long a search waits for each shard.")
+    shards: list[ShardInfo]
+
+
 class CollectionsResponse(BaseModel):
     """Every served collection."""
 
@@ -177,4 +209,9 @@ class CollectionsResponse(BaseModel):
     live: list[LiveCollectionInfo] = Field(
         default_factory=list,
         description="The live collections (written over HTTP), with their counts now.",
+    )
+    sharded: list[ShardedCollectionInfo] = Field(
+        default_factory=list,
+        description="The sharded collections (served by `cluster serve-shards`), with each "
+        "shard's state now; empty on a server of one process.",
     )

@@ -356,6 +356,16 @@ class SearchResult(BaseModel):
     )
 
 
+def missing_shards_field() -> Any:
+    """The ``missing_shards`` field of a search's answer."""
+    return Field(
+        default_factory=list,
+        description="The shards of a sharded collection this answer was made without (they "
+        "did not answer in time and the collection's policy is 'partial'): their rows are "
+        "absent. Empty for a whole answer, and always for a collection that is not sharded.",
+    )
+
+
 class SearchResponse(BaseModel):
     """Hits ordered by score descending, then bundle row ascending (the tie rule)."""
 
@@ -385,6 +395,7 @@ class SearchResponse(BaseModel):
         description="The search parameters used (the collection's defaults unless the request "
         "overrode them); {} for a flat index.",
     )
+    missing_shards: list[str] = missing_shards_field()
     timings_ms: Timings
 
 
@@ -413,3 +424,4 @@ class SearchPageResult(BaseModel):
         default_factory=lambda: AppliedSearchParams(),
         description="The search parameters used; {} for a flat index.",
     )
+    missing_shards: list[str] = missing_shards_field()

@@ -1,11 +1,15 @@
 """Hard data for sharded search: clustered unit vectors with many exact duplicates scattered
 over the rows (so runs of equal scores cross shard borders), written as one bundle, and an
-in-process :class:`cluster.shard_router.ShardClient` over shard searchers."""
+in-process :class:`cluster.served_shards.ShardCalls` over shard searchers."""
 
 from __future__ import annotations
 
+import asyncio
+import pickle
+import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -79,24 +83,40 @@ def write_hard_bundle(
     )
 
 
-class LocalShardClient:
-    """Shards searched in this process (no Ray): the router's view of real shard searchers."""
+class LocalShardCalls:
+    """Shards answered in this process (no Ray), every argument and answer pickled both ways as
+    across processes; the shards named in ``down`` raise, those in ``slow`` answer after
+    ``delay_s``."""
 
     def __init__(self, searchers: Mapping[str, ShardSearcher]) -> None:
         self.searchers = dict(searchers)
+        self.down: set[str] = set()
+        self.slow: set[str] = set()
+        self.delay_s = 0.0
+        self.asked: list[tuple[str, str]] = []
 
-    async def search(
-        self, shard: str, queries: np.ndarray, depth: int, include_metadata: bool
-    ) -> object:
-        return self.searchers[shard].search(queries, depth, include_metadata)
+    def call(self, shard: str, method: str, args: tuple[object, ...], timeout_s: float) -> Any:
+        self.asked.append((shard, method))
+        if shard in self.down:
+            raise RuntimeError(f"{shard}: replica died")
+        if shard in self.slow:
+            time.sleep(min(self.delay_s, timeout_s))
+            if self.delay_s >= timeout_s:
+                raise TimeoutError(f"{shard}: no answer within {timeout_s} s")
+        answer = self.searchers[shard].answer(method, pickle.loads(pickle.dumps(args)))
+        return pickle.loads(pickle.dumps(answer))
 
     async def health(self, shard: str) -> object:
+        if shard in self.down:
+            raise RuntimeError(f"{shard}: replica died")
+        if shard in self.slow:
+            await asyncio.sleep(self.delay_s)
         return self.searchers[shard].health()
 
 
-def local_client(map_path: Path, shard_map: ShardMap) -> LocalShardClient:
-    """A :class:`LocalShardClient` over every shard of ``shard_map``."""
-    return LocalShardClient(
+def local_calls(map_path: Path, shard_map: ShardMap) -> LocalShardCalls:
+    """A :class:`LocalShardCalls` over every shard of ``shard_map``."""
+    return LocalShardCalls(
         {
             located.entry.name: ShardSearcher(
                 located.entry, located.version_dir, shard_map.collection

@@ -110,11 +110,13 @@ def test_a_shard_refuses_a_bundle_its_map_does_not_name(source: Path, tmp_path: 
     with pytest.raises(ShardLoadError, match="manifest sha256"):
         ShardSearcher(first.entry, second.version_dir, "captions")
     searcher = ShardSearcher(second.entry, second.version_dir, "captions")
-    answer = searcher.search(np.eye(1, 8, dtype=np.float32), 3, include_metadata=False)
-    rows = answer["pages"][0]["rows"]
-    assert all(second.entry.row_offset <= row < ROWS for row in rows)
-    with pytest.raises(ValueError, match="float32"):
-        searcher.search(np.ones((1, 3), dtype=np.float32), 3, include_metadata=False)
+    facts = searcher.describe()
+    assert (facts.shard, facts.rows) == (second.entry.name, second.entry.count)
+    params = searcher.view.params(None, "search_params")
+    leg = searcher.answer("top", (np.eye(1, 8, dtype=np.float32)[0], 3, None, params))
+    assert all(0 <= row < second.entry.count for row in leg.rows.tolist())  # its own rows
+    with pytest.raises(ValueError, match="not 'close'"):
+        searcher.answer("close", ())
 
 
 def test_split_command(source: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,6 +21,7 @@ from service.exceptions import (
     NotFoundError,
     OverloadedError,
     SearchParamNotApplicableError,
+    ShardsUnavailableError,
     ShuttingDownError,
     TowerMissingError,
     VariantMismatchError,
@@ -35,6 +36,7 @@ from service.http.errors import (
     code_of,
     error_body,
     error_response,
+    headers_of,
     retry_after_of,
     validation_message,
 )
@@ -62,6 +64,7 @@ def test_every_domain_error_has_a_code() -> None:
         "OverloadedError": 503,
         "ShuttingDownError": 503,
         "NotReadyError": 503,
+        "ShardsUnavailableError": 503,
         "BundleRejectedError": 409,
         "TowerMissingError": 409,
         "AmbiguousNameError": 409,
@@ -150,6 +153,10 @@ def test_every_image_refusal_reason_has_a_documented_status() -> None:
 def test_retry_after_comes_from_overload_and_shutdown_only() -> None:
     assert retry_after_of(OverloadedError("full", retry_after_s=3)) == 3
     assert retry_after_of(ShuttingDownError("draining", retry_after_s=5)) == 5
+    missing = ShardsUnavailableError("down", ("shard-1", "shard-2"), retry_after_s=4)
+    assert retry_after_of(missing) == 4
+    assert headers_of(missing) == {"Retry-After": "4", "x-missing-shards": "shard-1,shard-2"}
+    assert headers_of(NotFoundError("gone")) is None
     assert retry_after_of(NotFoundError("gone")) is None
     assert retry_after_of(ImageRefusedError("invalid_image", "not an image")) is None
 

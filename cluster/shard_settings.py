@@ -1,7 +1,10 @@
-"""Settings of sharded serving: the router's limits and policy, and how Serve places replicas.
+"""Settings of sharded serving: what a search does when shards do not answer, and how Serve
+places the shards' and the front door's replicas.
 
 Environment variables with the prefix ``CRISSCROSS_SHARDS_`` set them (``CRISSCROSS_SHARDS_
-MISSING_SHARDS=partial``); ``python -m cluster serve-shards`` flags override them. Every limit
+MISSING_SHARDS=partial``); ``python -m cluster serve-shards`` flags override them. The front
+door is the service's own app: its HTTP limits, keys and timeouts are the service's settings
+(``CRISSCROSS_*``, :class:`service.settings.Settings`), the same in every layout. Every limit
 has a default and says what hitting it does; combinations that cannot work are refused when
 the settings are made (:class:`pydantic.ValidationError`), never at the first request.
 """
@@ -14,13 +17,13 @@ from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 MissingShardsPolicy = Literal["fail", "partial"]
-"""What a query gets when a shard does not answer in time: ``fail`` → 503 ``shards_unavailable``
-naming the missing shards; ``partial`` → 200 with the merged top-k of the shards that answered,
-``partial: true`` and ``missing_shards`` listing the others."""
+"""What a search gets when a shard does not answer in time: ``fail`` → 503 ``shards_unavailable``
+naming the missing shards; ``partial`` → 200 from the shards that answered, the answer's
+``missing_shards`` listing the others."""
 
 
-class RouterSettings(BaseSettings):
-    """The router's limits and policy and the Serve deployment's shape."""
+class ShardSettings(BaseSettings):
+    """The missing-shards policy and the Serve deployment's shape."""
 
     model_config = SettingsConfigDict(env_prefix="CRISSCROSS_SHARDS_", extra="forbid", frozen=True)
 
@@ -28,7 +31,7 @@ class RouterSettings(BaseSettings):
         default="fail",
         description="A shard that errs or misses its deadline is missing: 'fail' answers 503 "
         "shards_unavailable (with Retry-After) naming it; 'partial' answers 200 from the shards "
-        "that answered, flagged partial: true with missing_shards listing the others.",
+        "that answered, its missing_shards listing the others.",
     )
     min_shards_answered: int = Field(
         default=1,
@@ -47,44 +50,31 @@ class RouterSettings(BaseSettings):
         default=1000,
         ge=1,
         le=600_000,
-        description="/readyz and /v1/shards wait this long for each shard's health answer; a "
-        "shard that takes longer is reported down (and /readyz answers 503 not_ready).",
+        description="/readyz and GET /v1/collections wait this long for each shard's health "
+        "answer; a shard that takes longer is reported down (and /readyz answers 503 "
+        "not_ready).",
     )
     retry_after_s: int = Field(
         default=1,
         ge=0,
-        description="Retry-After seconds sent with 503 shards_unavailable and not_ready.",
+        description="Retry-After seconds sent with 503 shards_unavailable.",
     )
-    max_k: int = Field(
-        default=1000, ge=1, description="A search asking for more results is refused (422)."
-    )
-    max_offset: int = Field(
-        default=10_000, ge=0, description="A search skipping more results is refused (422)."
-    )
-    max_text_chars: int = Field(
-        default=2000, ge=1, description="A longer text query is refused (422) before encoding."
-    )
-    max_body_bytes: int = Field(
-        default=1 << 20,
-        ge=1024,
-        description="A request body larger than this is refused (413) while it is read.",
-    )
-    body_timeout_s: float = Field(
-        default=60.0,
+    connect_timeout_s: float = Field(
+        default=120.0,
         gt=0.0,
         le=3600.0,
-        description="Seconds a request's whole body may take to arrive once its head is in; "
-        "past it the client gets 408 request_timeout and the connection is closed. Bodies are "
-        "read whole before any shard is asked.",
+        description="Seconds the front door waits at start for every shard to say what it "
+        "holds (shards may still be loading); past it the service stays not ready (503 on "
+        "/readyz, saying why).",
     )
-    request_timeout_s: float = Field(
+    proxy_request_timeout_s: float = Field(
         default=120.0,
         gt=0.0,
         le=3600.0,
         description="Seconds Ray Serve's HTTP proxy gives one request end to end (head, body, "
         "fan-out, answer) before it answers 408; the proxy has no deadline of its own for a "
-        "request head, nor header or connection limits: put the router behind an ingress that "
-        "has them (docs/sharded-serving.md).",
+        "request head, nor header or connection limits: put the front door behind an ingress "
+        "that has them (docs/sharded-serving.md).",
     )
     keep_alive_timeout_s: int = Field(
         default=5,
@@ -92,16 +82,13 @@ class RouterSettings(BaseSettings):
         le=600,
         description="Seconds Ray Serve's HTTP proxy keeps an idle kept-alive connection open.",
     )
-    max_request_id_chars: int = Field(
-        default=128,
-        ge=8,
-        description="A longer x-request-id from the client is replaced by a fresh one.",
-    )
     replicas_per_shard: int = Field(
         default=2,
         ge=1,
         le=64,
-        description="Serve replicas of each shard; a shard is missing only when none answers.",
+        description="Serve replicas of each shard: Serve spreads a shard's calls over them and "
+        "replaces one that dies; a call that reaches a dying replica makes the shard missing "
+        "for that search.",
     )
     shard_replica_cpus: float = Field(
         default=0.5,
@@ -109,16 +96,16 @@ class RouterSettings(BaseSettings):
         description="Logical CPUs each shard replica reserves; replicas that do not fit the "
         "cluster wait unplaced (Serve reports the deployment as not running).",
     )
-    router_replicas: int = Field(
-        default=1, ge=1, le=64, description="Serve replicas of the HTTP router."
+    front_replicas: int = Field(
+        default=1, ge=1, le=64, description="Serve replicas of the front door (the service app)."
     )
-    router_cpus: float = Field(
-        default=1.0, ge=0.0, description="Logical CPUs each router replica reserves."
+    front_cpus: float = Field(
+        default=1.0, ge=0.0, description="Logical CPUs each front-door replica reserves."
     )
     max_ongoing_requests: int = Field(
         default=32,
         ge=1,
-        description="Requests one replica (router or shard) works on at once; Serve queues "
+        description="Requests one replica (front door or shard) works on at once; Serve queues "
         "more at the caller, which a shard's deadline then bounds.",
     )
 
@@ -128,11 +115,6 @@ class RouterSettings(BaseSettings):
             raise ValueError(
                 "min_shards_answered applies to missing_shards='partial' only; under 'fail' "
                 "every shard must answer"
-            )
-        if self.max_k + self.max_offset > 1_000_000:
-            raise ValueError(
-                "max_k + max_offset is over 1,000,000: every shard would send that many hits "
-                "per query to the router"
             )
         if self.health_timeout_ms > self.shard_deadline_ms * 10:
             raise ValueError(
