@@ -200,7 +200,7 @@ def infer_field_type(value: object) -> FieldType | None:
         if all(isinstance(element, str) for element in value):
             return FieldType.STRING_LIST
         raise FieldValueError("a list may hold strings only")
-    raise FieldValueError(f"a {type(value).__name__} is not a supported field value")
+    raise FieldValueError(f"{with_article(type(value).__name__)} is not a supported field value")
 
 
 def infer_text_field_type(text: str) -> FieldType | None:
@@ -371,6 +371,11 @@ def _finite(value: float) -> float:
     if not math.isfinite(value):
         raise FieldValueError(f"{value!r} is not a finite number")
     return value
+
+
+def with_article(word: str) -> str:
+    """``word`` after its indefinite article, for messages: ``an integer``, ``a string``."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def _article(field_type: FieldType) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 from tqdm import tqdm
 
+from formats.field_types import with_article
 from formats.tables import Table, TableRow
 from index_builder.field_schema import CorpusError
 from index_builder.items import ItemOrigin, Problem
@@ -65,7 +66,8 @@ def item_id_of(value: object, column: str, text_values: bool) -> tuple[str | Non
         return str(value), None
     return None, (
         Problem.WRONG_TYPE,
-        f"id column {column!r} holds a {type(value).__name__}, not a string or an integer",
+        f"id column {column!r} holds {with_article(type(value).__name__)}, not a string or an "
+        "integer",
     )
 
 
@@ -76,7 +78,7 @@ def text_of(value: object, column: str) -> tuple[str | None, BadReason]:
     if not isinstance(value, str):
         return None, (
             Problem.WRONG_TYPE,
-            f"text column {column!r} holds a {type(value).__name__}, not a string",
+            f"text column {column!r} holds {with_article(type(value).__name__)}, not a string",
         )
     if not value.strip():
         return None, (Problem.EMPTY_TEXT, f"empty text (column {column!r} is blank)")
@@ -93,6 +95,6 @@ def path_of(value: object, column: str) -> tuple[str | None, BadReason]:
     if not isinstance(value, str):
         return None, (
             Problem.WRONG_TYPE,
-            f"path column {column!r} holds a {type(value).__name__}, not a string",
+            f"path column {column!r} holds {with_article(type(value).__name__)}, not a string",
         )
     return value, None

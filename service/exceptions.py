@@ -15,11 +15,16 @@ from encoders.image_decode import DecodeFailure
 
 
 class DomainError(Exception):
-    """Base of the errors a client's request can cause; ``message`` is safe to show."""
+    """Base of the errors a client's request can cause; ``message`` is safe to show.
 
-    def __init__(self, message: str) -> None:
+    ``param`` names the one request field at fault (``filter.and.0.eq``, ``query.vector``,
+    ``variant``) where the error concerns one, as the caller labelled it; the error body
+    carries it as OpenAI's ``param``. None where the error concerns no one field."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.param = param
 
 
 class NotFoundError(DomainError):
@@ -152,8 +157,8 @@ class ImageRefusedError(DomainError):
     """A client's image was refused; ``reason`` says why (the refusal counter's label, and the
     key of its status in :mod:`service.http.errors`)."""
 
-    def __init__(self, reason: RefusalReason, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, reason: RefusalReason, message: str, *, param: str | None = None) -> None:
+        super().__init__(message, param=param)
         self.reason: RefusalReason = reason
 
 

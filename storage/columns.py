@@ -37,6 +37,7 @@ from formats.field_types import (
     FieldValueError,
     field_name_problem,
     timestamp_micros,
+    with_article,
 )
 
 Mask = npt.NDArray[np.bool_]
@@ -152,7 +153,7 @@ def build_columns(
 
 
 def _wrong(name: str, kind: FieldType, row: int, value: object) -> ColumnError:
-    return ColumnError(f"field {name!r} row {row}: {value!r} is not a {kind}")
+    return ColumnError(f"field {name!r} row {row}: {value!r} is not {with_article(kind)}")
 
 
 def _build_column(name: str, kind: FieldType, raw: list[object]) -> Column:

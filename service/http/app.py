@@ -255,6 +255,12 @@ def create_app(
         hint=f"send images over about {settings.max_json_image_bytes} bytes as a file to "
         f"{UPLOAD_ROUTE} (multipart/form-data)",
     )
+    # OpenAI's clients batch up to 2048 inputs (max_embed_inputs), which long texts overflow.
+    embeddings_limit = BodyLimit(
+        settings.max_body_bytes,
+        hint="send fewer or shorter inputs per request (the openai package, LangChain's "
+        "OpenAIEmbeddings: a smaller chunk_size), or raise max_body_bytes",
+    )
     upload_limit = BodyLimit(settings.upload_body_limit, setting="max_upload_body_bytes")
     bulk_limit = BodyLimit(settings.max_bulk_body_bytes, setting="max_bulk_body_bytes")
     write_limit = BodyLimit(settings.max_write_body_bytes, setting="max_write_body_bytes")
@@ -274,7 +280,11 @@ def create_app(
     app.add_middleware(
         BodyGateMiddleware,
         default=json_limit,
-        by_path={UPLOAD_ROUTE: upload_limit, BULK_ROUTE: bulk_limit},
+        by_path={
+            UPLOAD_ROUTE: upload_limit,
+            BULK_ROUTE: bulk_limit,
+            "/v1/embeddings": embeddings_limit,
+        },
         by_prefix={COLLECTIONS_PREFIX: write_limit},
         timeout_s=settings.body_timeout_s,
         route_paths={

@@ -56,6 +56,8 @@ OPEN_PATHS = frozenset(
 """Paths anyone may call: the search page, probes, Prometheus, and the API's documentation."""
 ADMIN_PREFIX = "/v1/admin/"
 COLLECTIONS_PATH = "/v1/collections"
+READ_POSTS = ("/items/get", "/items/scroll", "/items/count")
+"""The POST routes under ``/v1/collections/`` that read (any key): a body, no write."""
 API_KEY_HEADER = "x-api-key"
 BEARER_SCHEME = "bearer"
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="crisscross"'}
@@ -122,8 +124,8 @@ def foreign_authorization(headers: Headers) -> bool:
 def required_role(path: str, method: str = "GET") -> Role | None:
     """The role a request needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
     ``manage`` to create, drop, compact or snapshot a live collection, ``write`` for the writes
-    of one (every POST or PATCH under ``/v1/collections/`` but ``items/get``), ``read`` for
-    every other path (unknown ones included)."""
+    of one (every PATCH under ``/v1/collections/``, and every POST but the reads of
+    :data:`READ_POSTS`), ``read`` for every other path (unknown ones included)."""
     if path in OPEN_PATHS or path.startswith(PAGE_ASSETS_PREFIX):
         return None
     if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
@@ -136,11 +138,7 @@ def required_role(path: str, method: str = "GET") -> Role | None:
         or (under and method == "POST" and path.endswith(("/compact", "/snapshots")))
     ):
         return "manage"
-    if (
-        path.startswith(f"{COLLECTIONS_PATH}/")
-        and method in ("POST", "PATCH")
-        and not path.endswith("/items/get")
-    ):
+    if under and (method == "PATCH" or (method == "POST" and not path.endswith(READ_POSTS))):
         return "write"
     return "read"
 

@@ -98,5 +98,13 @@ CatalogDep = Annotated[Catalog, Depends(ready_catalog)]
 ContextDep = Annotated[RequestContext, Depends(request_context)]
 CollectionName = Annotated[str, Path(description="The live collection's name.")]
 """A route's ``{name}`` path parameter: a live collection."""
+AnyCollectionName = Annotated[
+    str,
+    Path(
+        description="The collection's name: a live collection, a sharded one, or a bundle "
+        "collection (bare, or qualified as <bundle>:<collection>), found as a search finds it."
+    ),
+]
+"""A route's ``{name}`` path parameter where any kind of collection is read (scroll, count)."""
 ItemIdParam = Annotated[str, Path(description="The item's id.")]
 """A route's ``{id}`` path parameter: an item of a live collection."""

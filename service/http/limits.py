@@ -1,16 +1,17 @@
 """Request limits: the one place a validated request is held to the settings' limits.
 
 The models (:mod:`service.http.schemas`) check what does not depend on settings; what does —
-``max_k``, ``max_offset``, ``max_exclude``, ``max_window``, ``max_nprobe``, ``max_ef_search``, the
-filter's size, text lengths, the number of searches, pairs, texts and images, a base64 image's
-length — is checked here, once per request, by :func:`check_limits`, before anything is decoded,
-encoded or searched: the JSON routes' handler (:class:`service.http.routes.json_route.JsonRoute`)
-calls it right after validating the body, the upload route after reading its form. Every refusal
-names where in the request it is (``searches.3.query.text``): 422 ``invalid_input``, or 413
-``payload_too_large`` for a base64 image longer than ``max_image_bytes`` allows. The one limit
-the catalog sets, a ``vector``'s length where every served variant has the same dimension (the
-served document states it), is :func:`check_vector_lengths`, which the search, bulk and score
-routes call with the catalog they serve from.
+``max_k``, ``max_offset``, ``max_scroll_limit``, ``max_exclude``, ``max_window``, ``max_nprobe``,
+``max_ef_search``, the filter's size, text lengths, the number of searches, pairs, texts and
+images, a base64 image's length — is checked here, once per request, by :func:`check_limits`,
+before anything is decoded, encoded or searched: the JSON routes' handler
+(:class:`service.http.routes.json_route.JsonRoute`) calls it right after validating the body,
+the upload route after reading its form. Every refusal names where in the request it is
+(``searches.3.query.text``): 422 ``invalid_input``, or 413 ``payload_too_large`` for a base64
+image longer than ``max_image_bytes`` allows. The one limit the catalog sets, a ``vector``'s
+length where every served variant has the same dimension (the served document states it), is
+:func:`check_vector_lengths`, which the search, bulk and score routes call with the catalog they
+serve from.
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from service.engine.query.filter_grammar import check_filter_limits
 from service.engine.query.images import check_base64_length
 from service.http.errors import ErrorCode, ServiceError
 from service.http.schemas.bulk import BulkSearchRequest
-from service.http.schemas.collections import DeleteRequest, GetRequest, UpsertRequest
+from service.http.schemas.collections import (
+    CountRequest,
+    DeleteRequest,
+    GetRequest,
+    ScrollRequest,
+    UpsertRequest,
+)
 from service.http.schemas.embed import EmbedImages, EmbedTexts
 from service.http.schemas.openai_compat import EmbeddingsRequest
 from service.http.schemas.queries import ImageQuery, QueryInput, TextQuery, VectorQuery
@@ -39,7 +46,10 @@ from service.settings import Settings
 
 
 def _refuse(message: str) -> ServiceError:
-    return ServiceError(ErrorCode.INVALID_INPUT, message)
+    """invalid_input; ``message`` starts with where in the request the fault is
+    (``searches.3.k: ...``), and that location is the error's ``param``."""
+    location, _, _ = message.partition(": ")
+    return ServiceError(ErrorCode.INVALID_INPUT, message, param=location)
 
 
 def text_too_long(where: str, text: str, max_text_chars: int) -> ServiceError | None:
@@ -200,10 +210,26 @@ def _check_get(request: GetRequest, settings: Settings) -> None:
     _check_ids("ids", request.ids, settings)
 
 
+def _check_scroll(request: ScrollRequest, settings: Settings) -> None:
+    if request.limit > settings.max_scroll_limit:
+        raise _refuse(
+            f"limit: {request.limit} is more than max_scroll_limit={settings.max_scroll_limit}"
+        )
+    if request.filter is not None:
+        check_filter_limits("filter", request.filter, settings)
+
+
+def _check_items_count(request: CountRequest, settings: Settings) -> None:
+    if request.filter is not None:
+        check_filter_limits("filter", request.filter, settings)
+
+
 _CHECKS: dict[type[BaseModel], Callable[[Any, Settings], None]] = {
     UpsertRequest: _check_upsert,
     DeleteRequest: _check_delete,
     GetRequest: _check_get,
+    ScrollRequest: _check_scroll,
+    CountRequest: _check_items_count,
     SearchRequest: _check_search,
     SearchUploadForm: _check_options,
     BulkSearchRequest: _check_bulk,

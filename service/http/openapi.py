@@ -204,6 +204,8 @@ def document_limits(schema: dict[str, Any], settings: Settings) -> dict[str, Any
     constrain(
         "CreateCollectionRequest", "fields", {"maxProperties": settings.max_collection_fields}
     )
+    constrain("AddFieldsRequest", "fields", {"maxProperties": settings.max_collection_fields})
+    constrain("ScrollRequest", "limit", {"maximum": settings.max_scroll_limit})
     for component, field in (("DeleteRequest", "ids"), ("GetRequest", "ids")):
         ids = components.get(component, {}).get("properties", {}).get(field, {})
         ids.update(write_ids)

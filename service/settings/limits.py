@@ -30,6 +30,14 @@ class RequestLimitSettings(BaseModel):
             "search time."
         ),
     )
+    max_scroll_limit: int = Field(
+        default=1000,
+        ge=1,
+        description=(
+            "Most items one page of POST /v1/collections/{name}/items/scroll may ask for "
+            "(limit); more gives 422 invalid_input before anything is read."
+        ),
+    )
     max_window: int = Field(
         default=1000,
         ge=1,
@@ -145,9 +153,15 @@ class RequestLimitSettings(BaseModel):
         description="Most pairs one /v1/score request may hold; more gives 422 invalid_input.",
     )
     max_embed_inputs: int = Field(
-        default=256,
+        default=2048,
         ge=1,
-        description="Most texts one /v1/embed request may hold; more gives 422 invalid_input.",
+        description=(
+            "Most texts one /v1/embed or /v1/embeddings request may hold (2048: OpenAI's own "
+            "limit, so OpenAI clients' default batches fit); more gives 422 invalid_input. A "
+            "request runs alone in one encoder call (cut into runs of at most 64 texts), and "
+            "its body must still fit max_body_bytes: 2048 texts of up to about 500 bytes each "
+            "(as JSON) do; longer ones need a larger max_body_bytes or smaller batches."
+        ),
     )
     max_exclude: int = Field(
         default=1000,

@@ -10,6 +10,12 @@ its folder under a staging name, fsyncing it and renaming it into place, and dro
 renaming it out of the way before it is removed: a crash leaves it whole or absent. One process
 owns a collection while it is open.
 
+The spec changes in one way only: fields are added (:meth:`LiveCollection.add_fields`). The
+new spec is written beside the old one, fsynced, renamed over it and the folder fsynced, so a
+crash leaves the old spec or the new one, never half of either; a field is in the spec before
+any record that gives it a value is logged, so replay always reads such a record with a spec
+that declares it.
+
 Writes take two steps: :meth:`LiveCollection.stage` gives an operation the next sequence number
 and applies it to the segment, where readers do not see it yet; :meth:`LiveCollection.commit`
 appends every staged record to the log with one fsync and then raises the visible sequence, so
@@ -18,6 +24,7 @@ a reader sees a write only once it is durable, and concurrent writers share the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -32,7 +39,7 @@ from typing import Final
 import numpy as np
 
 from formats.field_types import FieldType, field_name_problem
-from storage.durability import fsync_path
+from storage.durability import fsync_path, replace_durably
 from storage.live.base import (
     BASE_FOLDER,
     ITEMS,
@@ -51,6 +58,11 @@ from storage.live.operations import Checkpoint, Operation, decode, encode
 from storage.live.segment import MutableSegment, SegmentView
 
 SPEC_FILE: Final = "collection.json"
+SPEC_STAGING: Final = ".collection.json.tmp"
+"""Beside the spec, the new spec :meth:`LiveCollection.add_fields` writes before the rename."""
+RENUMBERINGS_KEPT: Final = 4
+"""How many compactions' renumberings of rows an open collection remembers
+(:meth:`LiveCollection.carried_row`)."""
 LOG_FILE: Final = "log.wal"
 NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 """A collection's name: a letter or digit, then up to 63 letters, digits, ``_``, ``.``, ``-``."""
@@ -232,12 +244,16 @@ class LiveCollection:
         self._visible = segment.applied_seq
         self._staged: list[LogRecord] = []
         self._view: SegmentView | None = None
+        self._renumbered: dict[int, tuple[int, np.ndarray]] = {}
+        """Per generation a compaction ended: the generation it started and the rows of the
+        old one it kept (ascending; row ``i`` of the new one is ``kept[i]`` of the old)."""
 
     @classmethod
     def open(cls, folder: Path) -> LiveCollection:
         """Open the collection in ``folder``: read its spec, load its base (verifying its
         hashes; a version the pointer does not name is removed), recover its log (a torn tail
         is cut off) and replay every record after the base into a new segment."""
+        (folder / SPEC_STAGING).unlink(missing_ok=True)  # an add_fields a crash cut short
         spec = CollectionSpec.from_json((folder / SPEC_FILE).read_text(encoding="utf-8"))
         version, base_seq, items = read_base_pointer(folder)
         remove_unpublished(folder, version)
@@ -251,7 +267,11 @@ class LiveCollection:
                     f"the log goes on at sequence {records[0].seq}, the base holds up to {base_seq}"
                 )
             capacity = len(first.ids) if isinstance(first, Checkpoint) else 0
-            segment = MutableSegment(spec.dim, spec.fields, capacity=max(1024, capacity), base=base)
+            # Without a base (none yet, or a compaction found no item) the segment starts at
+            # the pointer's sequence, where the log goes on.
+            segment = MutableSegment(
+                spec.dim, spec.fields, capacity=max(1024, capacity), base=base, applied=base_seq
+            )
             for record, operation in zip(records, operations, strict=True):
                 segment.apply(record.seq, operation)
         except ValueError as exc:
@@ -296,11 +316,49 @@ class LiveCollection:
 
     def view(self) -> SegmentView:
         """The collection as readers see it now (one view per visible sequence, shared)."""
-        view = self._view
-        if view is None or view.seq != self._visible:
-            view = self._segment.view(self._visible)
+        view, segment = self._view, self._segment
+        if view is None or view.seq != self._visible or view.fields is not segment.fields:
+            view = segment.view(self._visible)
             self._view = view
         return view
+
+    def add_fields(self, fields: Mapping[str, FieldType]) -> CollectionSpec:
+        """Declare ``fields`` (names the spec does not hold; :class:`CollectionSpecError` for
+        a bad name, ``ValueError`` for a name it holds) and return the new spec, durable: the
+        spec file is replaced atomically (see the module docstring). Items written before hold
+        no value of them; views made from now on read them. Call it with nothing staged (the
+        writer's thread, between groups). Raises ``OSError`` when the spec cannot be written
+        (nothing changed)."""
+        if self._staged:
+            raise RuntimeError("add_fields() with writes staged")
+        taken = sorted(set(fields) & set(self.spec.fields))
+        if taken:
+            raise ValueError(f"fields {', '.join(map(repr, taken))} are declared already")
+        if not fields:
+            return self.spec
+        spec = dataclasses.replace(self.spec, fields={**self.spec.fields, **fields})
+        staging = self.folder / SPEC_STAGING
+        staging.write_text(spec.to_json(), encoding="utf-8")
+        replace_durably(staging, self.folder / SPEC_FILE)
+        self.spec = spec
+        self._segment.add_fields(fields)
+        self._view = None
+        return spec
+
+    def carried_row(self, generation: int, row: int, to: int) -> int | None:
+        """Where a reader that stood at row ``row`` of the segment of generation
+        ``generation`` (:attr:`SegmentView.generation`) goes on in the segment of generation
+        ``to``: the row of the first item at or after it that the compactions between them
+        kept (a compaction keeps the rows alive in their order). None when a compaction between
+        them is not remembered (more than :data:`RENUMBERINGS_KEPT` ago, or before the
+        collection was opened)."""
+        while generation != to:
+            step = self._renumbered.get(generation)
+            if step is None:
+                return None
+            generation, kept = step
+            row = int(np.searchsorted(kept, row, side="left"))
+        return row
 
     def staged_view(self) -> SegmentView:
         """The collection with every staged operation applied (for resolving the next one)."""
@@ -374,7 +432,12 @@ class LiveCollection:
         except OSError as exc:
             raise BaseError(f"{self.folder}: cannot publish the base: {exc}") from exc
         # Without a base (every item was deleted) the empty segment still stands at ``seq``.
+        generation = self._segment.generation
         self._segment = MutableSegment(self.spec.dim, self.spec.fields, base=base, applied=seq)
+        if generation != seq:  # the same sequence: nothing written since, rows unchanged
+            self._renumbered[generation] = (seq, rows)
+            while len(self._renumbered) > RENUMBERINGS_KEPT:
+                del self._renumbered[next(iter(self._renumbered))]
         self._view, self._visible = None, seq
         self._log.replace_with([], after=seq)
         remove_unpublished(self.folder, version)

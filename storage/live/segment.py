@@ -16,6 +16,9 @@ deletes one of them sets its ``deleted`` mark like any other row's, so the ``del
 the base's delete bitmap (by sequence number). Rows from ``base_rows`` on are the segment's own,
 their vectors in memory.
 
+A field declared after rows were written (:meth:`MutableSegment.add_fields`) holds no value
+in them: a base whose bundle predates it reads it as a column of no value.
+
 The arrays grow by doubling; a view holds the arrays it started with, whose rows below its
 length never change except for ``deleted`` marks of sequence numbers above the view's, which
 it ignores. One thread writes (:meth:`MutableSegment.apply`); any thread reads.
@@ -72,6 +75,12 @@ class SegmentView:
         """The segment this view reads: rows keep their numbers until a compaction replaces
         it with a new one."""
         return self._owner
+
+    @property
+    def generation(self) -> int:
+        """The sequence number the segment this view reads starts at
+        (:attr:`MutableSegment.generation`): two views of one generation number rows alike."""
+        return self._owner.generation
 
     @property
     def base_rows(self) -> int:
@@ -148,8 +157,20 @@ class SegmentView:
 
     def base_columns(self) -> Mapping[str, Column]:
         """The typed columns of the base's rows, as its bundle stores them (empty without a
-        base)."""
-        return {} if self.base is None else self.base.items.columns
+        base); a declared field the base's bundle lacks (one added after it was written) is a
+        column of no value."""
+        if self.base is None:
+            return {}
+        stored = self.base.items.columns
+        added = {name: kind for name, kind in self.fields.items() if name not in stored}
+        if not added:
+            return stored
+        cached = self._cache.get("base_columns")
+        if cached is None:
+            cached = {**stored, **build_columns([{}] * self.base_rows, added)}
+            self._cache["base_columns"] = cached
+        columns: dict[str, Column] = cached
+        return columns
 
     def own_columns(self) -> dict[str, Column]:
         """The typed columns of the declared fields over rows ``base_rows..rows - 1`` (built
@@ -195,6 +216,11 @@ class MutableSegment:
             self._arrays.created[: self._base_rows] = base.seq
             self._applied = base.seq
         self._live = self._base_rows
+        self.generation = self._applied
+        """The sequence number the segment starts at (its base's, or the one it was made
+        empty at): rows keep their numbers while it serves, and a segment replayed from the
+        same base and log numbers them alike; a compaction starts a segment of a new
+        generation."""
 
     @property
     def applied_seq(self) -> int:
@@ -229,6 +255,11 @@ class MutableSegment:
             _latest=self._latest,
             _owner=self,
         )
+
+    def add_fields(self, fields: Mapping[str, FieldType]) -> None:
+        """Declare ``fields`` too (new names only): views made from now on read them, rows
+        written before hold no value of them; views made earlier keep the fields they had."""
+        self.fields = {**self.fields, **fields}
 
     def previous_of(self, row: int) -> int:
         """The row of the version before row ``row``'s (-1: none)."""

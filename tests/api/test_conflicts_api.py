@@ -45,14 +45,16 @@ def _vector(dim: int) -> dict[str, list[float]]:
 
 @dataclass(frozen=True)
 class Conflict:
-    """A request and the refusal it gets: ``code`` (its status from the one table) and a part
-    of the message."""
+    """A request and the refusal it gets: ``code`` (its status from the one table), a part
+    of the message and the field it names."""
 
     code: ErrorCode
     method: str
     path: str
     body: dict[str, Any] | None
     message_part: str
+    param: str | None = None
+    """The request field at fault, the error's ``param`` (None: the error names none)."""
 
 
 _SEARCH = "/v1/search"
@@ -65,6 +67,7 @@ MULTIMODAL = {
         _SEARCH,
         {"query": {"image": RED}, "collection": "captions", "variant": FAKE_VARIANT},
         "query.image: variant 'fake-bow' has no image tower",
+        param="query.image",
     ),
     "embed texts with an image-only variant": Conflict(
         ErrorCode.TOWER_MISSING,
@@ -72,6 +75,7 @@ MULTIMODAL = {
         "/v1/embed",
         {"texts": ["red"], "variant": PIXELS_VARIANT},
         "has no text tower",
+        param="texts",
     ),
     "a qualified collection of another variant": Conflict(
         ErrorCode.VARIANT_MISMATCH,
@@ -79,6 +83,7 @@ MULTIMODAL = {
         _SEARCH,
         {"query": TEXT, "collection": "coco-clip:captions", "variant": FAKE_VARIANT},
         "is embedded by variant 'fake-clip', not 'fake-bow'",
+        param="variant",
     ),
     "an item of a qualified collection of another variant": Conflict(
         ErrorCode.VARIANT_MISMATCH,
@@ -86,6 +91,7 @@ MULTIMODAL = {
         f"/v1/items/coco-clip:captions/{caption_id(0)}?variant={FAKE_VARIANT}",
         None,
         "is embedded by variant 'fake-clip'",
+        param="variant",
     ),
     "a filter field the collection lacks": Conflict(
         ErrorCode.FILTER_NOT_APPLICABLE,
@@ -93,6 +99,7 @@ MULTIMODAL = {
         _SEARCH,
         {"query": TEXT, "collection": "captions", "filter": {"field": "price", "eq": 3}},
         "filter.field: unknown field 'price'",
+        param="filter.field",
     ),
     "a filter operand of another type": Conflict(
         ErrorCode.FILTER_NOT_APPLICABLE,
@@ -100,6 +107,40 @@ MULTIMODAL = {
         _SEARCH,
         {"query": TEXT, "collection": "captions", "filter": {"field": "sentid", "eq": "one"}},
         "does not fit field 'sentid'",
+        param="filter.eq",
+    ),
+    "an operand of another type deep in a filter": Conflict(
+        ErrorCode.FILTER_NOT_APPLICABLE,
+        "POST",
+        _SEARCH,
+        {
+            "query": TEXT,
+            "collection": "captions",
+            "filter": {"or": [{"field": "sentid", "eq": 1}, {"field": "sentid", "in": [1, "two"]}]},
+        },
+        "filter.or.1.in.1: 'two' does not fit field 'sentid', an integer field",
+        param="filter.or.1.in.1",
+    ),
+    "a range on a field without an order": Conflict(
+        ErrorCode.FILTER_NOT_APPLICABLE,
+        "POST",
+        _SEARCH,
+        {"query": TEXT, "collection": "captions", "filter": {"field": "text", "range": {"lt": 5}}},
+        "filter.range: field 'text' is a string, which has no order",
+        param="filter.range",
+    ),
+    "a re-rank by an unknown variant": Conflict(
+        ErrorCode.NOT_FOUND,
+        "POST",
+        _SEARCH,
+        {
+            "query": TEXT,
+            "collection": "captions",
+            "variant": FAKE_VARIANT,
+            "rerank": {"by": "variant", "variant": "nope"},
+        },
+        "rerank.variant: unknown variant 'nope'",
+        param="rerank.variant",
     ),
     "nprobe on a flat index": Conflict(
         ErrorCode.SEARCH_PARAM_NOT_APPLICABLE,
@@ -107,6 +148,7 @@ MULTIMODAL = {
         _SEARCH,
         {"query": TEXT, "collection": "captions", "search_params": {"nprobe": 4}},
         "search_params.nprobe: the collection's index is flat",
+        param="search_params.nprobe",
     ),
     "keywords on a field without text": Conflict(
         ErrorCode.LEVER_NOT_APPLICABLE,
@@ -119,6 +161,7 @@ MULTIMODAL = {
             "lexical": {"field": "sentid"},
         },
         "lexical.field: 'sentid' is of type integer",
+        param="lexical.field",
     ),
     "an unknown variant": Conflict(
         ErrorCode.NOT_FOUND,
@@ -126,6 +169,7 @@ MULTIMODAL = {
         "/v1/score",
         {"pairs": [{"left": TEXT, "right": TEXT}], "variant": "nope"},
         "unknown variant 'nope'",
+        param="variant",
     ),
 }
 
@@ -137,6 +181,7 @@ WITHOUT_DEFAULT = {
         _SEARCH,
         {"query": TEXT, "collection": "captions"},
         "coco-captions:captions (variant fake-bow), coco-clip:captions (variant fake-clip)",
+        param="collection",
     ),
     "embed images with no variant named and two that could": Conflict(
         ErrorCode.AMBIGUOUS_NAME,
@@ -144,6 +189,7 @@ WITHOUT_DEFAULT = {
         "/v1/embed",
         {"images": [RED]},
         "none is the default",
+        param="variant",
     ),
 }
 
@@ -155,6 +201,7 @@ TWO_DIMENSIONS = {
         _SEARCH,
         {"query": _vector(NARROW_DIM), "collection": "coco-captions:captions"},
         "query.vector: 16 numbers, but the variant's embeddings have dimension 64",
+        param="query.vector",
     ),
     "a vector no variant's dimension": Conflict(
         ErrorCode.DIMENSION_MISMATCH,
@@ -162,6 +209,7 @@ TWO_DIMENSIONS = {
         _SEARCH,
         {"query": _vector(5), "collection": "captions"},
         "query.vector: 5 numbers",
+        param="query.vector",
     ),
     "a score side of another dimension": Conflict(
         ErrorCode.DIMENSION_MISMATCH,
@@ -169,6 +217,7 @@ TWO_DIMENSIONS = {
         "/v1/score",
         {"pairs": [{"left": TEXT, "right": _vector(NARROW_DIM)}], "variant": FAKE_VARIANT},
         "pairs.0.right.vector: 16 numbers",
+        param="pairs.0.right.vector",
     ),
 }
 
@@ -196,6 +245,7 @@ def _assert_refused(response: httpx.Response, case: Conflict) -> None:
     assert set(error) == {"code", "message", "request_id", "type", "param"}
     assert error["code"] == case.code.value
     assert case.message_part in error["message"]
+    assert error["param"] == case.param
 
 
 @pytest.fixture

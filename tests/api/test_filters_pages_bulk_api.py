@@ -180,3 +180,27 @@ def test_bulk_limits_refuse_the_whole_request(client: TestClient) -> None:
     assert response.status_code == 422
     assert response.json()["error"]["message"].startswith("searches.1.query.vector: 2 numbers")
     assert post(client, "/v1/search/bulk", {"searches": []}).status_code == 422
+
+
+def test_an_invalid_search_is_refused_in_its_place(client: TestClient) -> None:
+    one = {"query": {"text": SURF}, "collection": "captions", "k": 3}
+    empty = {"query": {"text": "   "}, "collection": "captions"}
+    unknown_key = {"query": {"text": SURF}, "collection": "captions", "bogus": 1}
+    no_bound = {**one, "filter": {"field": "sentid", "range": {}}}
+    searches = [empty, one, unknown_key, one, no_bound]
+    response = post(client, "/v1/search/bulk", {"searches": searches})
+    assert response.status_code == 200, response.text
+    answers = response.json()["responses"]
+    assert [answer["status"] for answer in answers] == [422, 200, 422, 200, 422]
+    assert answers[4]["error"]["message"] == (
+        "searches.4.filter.range: give at least one bound: 'gt', 'gte', 'lt' or 'lte'"
+    )
+    assert answers[0]["error"]["code"] == "invalid_input"
+    assert answers[0]["error"]["message"].startswith("searches.0.query.text")
+    assert "searches.2.bogus" in answers[2]["error"]["message"]
+    assert answers[1]["result"] == answers[3]["result"]
+    BulkSearchResponse.model_validate(response.json())
+    # Every search invalid, or the request's own shape wrong: the whole request is refused.
+    assert post(client, "/v1/search/bulk", {"searches": [empty, empty]}).status_code == 422
+    assert post(client, "/v1/search/bulk", {"searches": [one], "extra": 1}).status_code == 422
+    assert post(client, "/v1/search/bulk", {"searches": one}).status_code == 422

@@ -150,7 +150,7 @@ def test_user_is_accepted_and_ignored(client: TestClient) -> None:
         ({"model": FAKE_VARIANT, "input": []}, "input"),
         ({"model": FAKE_VARIANT, "input": ["ok", " "]}, "input.1"),
         ({"model": FAKE_VARIANT, "input": " "}, "input.0"),
-        ({"model": FAKE_VARIANT, "input": ["x"] * 257}, "max_embed_inputs"),
+        ({"model": FAKE_VARIANT, "input": ["x"] * 2049}, "max_embed_inputs=2048"),
         ({"model": FAKE_VARIANT, "input": "x" * 2001}, "max_text_chars"),
         ({"model": FAKE_VARIANT, "input": "x", "encoding_format": "int8"}, "encoding_format"),
         ({"model": FAKE_VARIANT, "input": "x", "extra": 1}, "extra"),
@@ -193,6 +193,44 @@ def test_models_lists_the_served_variants(client: TestClient) -> None:
         [16, 32],
     )
     assert isinstance(model["created"], int)
+    assert (model["max_inputs"], model["max_image_inputs"]) == (2048, None)
+
+
+def test_models_state_each_towers_input_limit(multimodal: Multimodal) -> None:
+    payload = multimodal.client.get("/v1/models").json()
+    limits = {
+        model["id"]: (model["towers"], model["max_inputs"], model["max_image_inputs"])
+        for model in payload["data"]
+    }
+    images = multimodal.settings.max_images_per_request
+    texts = multimodal.settings.max_embed_inputs
+    assert limits[CLIP_VARIANT] == (["text", "image"], texts, images)
+    assert limits[PIXELS_VARIANT] == (["image"], None, images)
+
+
+def test_openais_2048_inputs_are_one_request_and_one_encoder_job(
+    client: TestClient, encoder: FakeTextEncoder
+) -> None:
+    texts = [f"caption {n}: a dog on a couch near the window" for n in range(2048)]
+    response = client.post("/v1/embeddings", json={"model": FAKE_VARIANT, "input": texts})
+    assert response.status_code == 200, response.text
+    payload = response.json()
+    assert [row["index"] for row in payload["data"]] == list(range(2048))
+    np.testing.assert_allclose(_vectors(payload)[2047], embed_bag_of_words(texts[2047]))
+    # One batcher job holds the whole request (the real text encoder cuts it into runs).
+    assert encoder.calls == [texts]
+
+
+def test_a_body_over_max_body_bytes_says_to_send_smaller_batches(
+    client: TestClient, encoder: FakeTextEncoder
+) -> None:
+    texts = ["a long paragraph " * 35] * 2048  # about 1.2 MB of JSON: over 1 MiB
+    response = client.post("/v1/embeddings", json={"model": FAKE_VARIANT, "input": texts})
+    assert response.status_code == 413, response.text
+    message = response.json()["error"]["message"]
+    assert "max_body_bytes" in message
+    assert "chunk_size" in message
+    assert encoder.calls == []
 
 
 def test_images_through_modality_equal_embeds(multimodal: Multimodal) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import threading
+import time
 from typing import Any
 
 import httpx
@@ -183,8 +186,8 @@ def test_embed_score_upsert_delete_and_get_are_cut_and_merged() -> None:
 
     with _client(handler) as client:
         texts = ["x" * (n % 7 + 1) for n in range(600)]
-        embedded = client.embed_texts(texts)
-        assert [vector[0] for vector in embedded.embeddings] == [float(len(t)) for t in texts]
+        embedded = client.embed_texts(texts * 8)
+        assert [vector[0] for vector in embedded.embeddings] == [float(len(t)) for t in texts * 8]
         scores = client.score([(text, "other") for text in texts[:2050]] * 1, variant="v")
         assert scores.scores == [float(len(t)) for t in texts]
         written = client.upsert("n", [{"id": str(n), "vector": [1.0]} for n in range(2500)])
@@ -192,7 +195,7 @@ def test_embed_score_upsert_delete_and_get_are_cut_and_merged() -> None:
         assert client.delete_items("n", ids=[str(n) for n in range(1001)]).deleted == 1001
         assert len(client.get_items("n", [str(n) for n in range(1500)]).items) == 1500
     assert seen == {
-        "embed": [256, 256, 88],
+        "embed": [2048, 2048, 704],
         "score": [600],
         "upsert": [1000, 1000, 500],
         "delete": [1000, 1],
@@ -236,3 +239,211 @@ def test_cut_keeps_an_oversized_item_alone() -> None:
     runs = list(cut(["a", "b" * 10_000, "c"], max_count=10, max_bytes=5000, size=len))
     assert [len(run) for run in runs] == [1, 1, 1]
     assert list(cut([], max_count=3)) == []
+
+
+# --- bulk upsert: batches, progress, parallelism, a failed batch -----------------------------
+
+
+class UpsertService:
+    """Answers upserts, recording each batch's ids; ``fail`` (first ids of batches) answers
+    422, ``delay_s`` delays the others, ``barrier`` (sync) makes the first batches meet."""
+
+    def __init__(
+        self,
+        fail: frozenset[str] = frozenset(),
+        delay_s: float = 0.0,
+        barrier: threading.Barrier | None = None,
+    ) -> None:
+        self.fail = fail
+        self.delay_s = delay_s
+        self.barrier = barrier
+        self.batches: list[list[str]] = []
+        self.timeouts: list[float] = []
+        self._lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0
+        self.arrivals = 0
+
+    def answer(self, request: httpx.Request) -> httpx.Response:
+        ids = [item["id"] for item in json.loads(request.content)["items"]]
+        with self._lock:
+            self.batches.append(ids)
+            self.timeouts.append(request.extensions["timeout"]["read"])
+            seq = len(self.batches)
+        if ids and ids[0] in self.fail:
+            error = {"code": "invalid_input", "message": "bad item", "request_id": "r-9"}
+            return httpx.Response(422, json={"error": error})
+        return httpx.Response(200, json={"seq": seq, "upserted": len(ids)})
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            arrival = self.arrivals
+            self.arrivals += 1
+        try:
+            if self.barrier is not None and arrival < self.barrier.parties:
+                self.barrier.wait(timeout=10.0)
+            answer = self.answer(request)
+            if answer.status_code == 200:
+                time.sleep(self.delay_s)
+            return answer
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+
+def _items(count: int) -> list[dict[str, Any]]:
+    return [{"id": f"i{n:04d}", "vector": [1.0, 0.0]} for n in range(count)]
+
+
+def test_upsert_cuts_by_batch_size_and_reports_progress() -> None:
+    service = UpsertService()
+    progress: list[tuple[int, int]] = []
+    with _client(service) as client:
+        written = client.upsert(
+            "notes", _items(950), batch_size=400, on_progress=lambda *p: progress.append(p)
+        )
+    assert [len(batch) for batch in service.batches] == [400, 400, 150]
+    assert progress == [(400, 950), (800, 950), (950, 950)]
+    assert (written.upserted, written.seq) == (950, 3)
+
+
+def test_upsert_cuts_by_images_per_request() -> None:
+    service = UpsertService()
+    items = [{"id": f"p{n}", "image": b"\x89PNG\r\n\x1a\nxx"} for n in range(40)]
+    with _client(service) as client:
+        assert client.upsert("notes", items).upserted == 40
+    assert [len(batch) for batch in service.batches] == [32, 8]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 1001}, "max_write_items"),
+        ({"parallelism": 0}, "parallelism"),
+        ({"parallelism": 11}, "max_connections=10"),
+    ],
+)
+def test_upsert_refuses_options_outside_the_limits(kwargs: dict[str, Any], message: str) -> None:
+    service = UpsertService()
+    with _client(service) as client, pytest.raises(ValueError, match=message):
+        client.upsert("notes", _items(3), **kwargs)
+    assert service.batches == []
+
+
+def test_a_parallel_upsert_runs_batches_side_by_side_in_threads() -> None:
+    service = UpsertService(delay_s=0.01, barrier=threading.Barrier(4))
+    progress: list[tuple[int, int, int]] = []
+    items = _items(1000)
+
+    def report(done: int, total: int) -> None:
+        progress.append((done, total, threading.get_ident()))
+
+    with _client(service) as client:
+        written = client.upsert(
+            "notes", items, batch_size=100, parallelism=4, on_progress=report, timeout=3.0
+        )
+        assert client.last_response is not None
+        assert client.last_response.status == 200
+    assert service.most_in_flight == 4  # the first four met at the barrier
+    assert sorted(id for batch in service.batches for id in batch) == [i["id"] for i in items]
+    assert [done for done, _, _ in progress] == list(range(100, 1001, 100))
+    assert {(total, thread) for _, total, thread in progress} == {(1000, threading.get_ident())}
+    assert (written.upserted, written.seq) == (1000, 10)
+    assert set(service.timeouts) == {3.0}
+
+
+def test_a_parallel_upsert_runs_batches_side_by_side_in_tasks() -> None:
+    in_flight = most = 0
+    sent: list[int] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.01)
+        in_flight -= 1
+        count = len(json.loads(request.content)["items"])
+        sent.append(count)
+        return httpx.Response(200, json={"seq": len(sent), "upserted": count})
+
+    progress: list[tuple[int, int]] = []
+
+    async def scenario() -> m.UpsertResponse:
+        async with cc.AsyncClient("http://svc", transport=httpx.MockTransport(handler)) as c:
+            return await c.upsert(
+                "notes",
+                _items(950),
+                batch_size=100,
+                parallelism=3,
+                on_progress=lambda *p: progress.append(p),
+            )
+
+    written = asyncio.run(scenario())
+    assert most == 3
+    assert sorted(sent) == [50] + [100] * 9
+    assert [done for done, _ in progress][-1] == 950
+    assert all(a < b for (a, _), (b, _) in itertools.pairwise(progress))
+    assert written.upserted == 950
+
+
+def test_a_failed_batch_says_how_many_items_were_acknowledged() -> None:
+    service = UpsertService(fail=frozenset({"i0200"}))
+    progress: list[tuple[int, int]] = []
+    with _client(service) as client, pytest.raises(cc.UpsertError) as failed:
+        client.upsert(
+            "notes", _items(500), batch_size=100, on_progress=lambda *p: progress.append(p)
+        )
+    error = failed.value
+    assert (error.acknowledged, error.total) == (200, 500)
+    assert error.pending_ids == [f"i{n:04d}" for n in range(200, 500)]
+    assert isinstance(error.error, cc.InvalidInput)
+    assert error.__cause__ is error.error
+    assert (error.status, error.code, error.request_id) == (422, "invalid_input", "r-9")
+    assert "after 200 of 500 items were acknowledged" in str(error)
+    assert isinstance(error, cc.CrisscrossError)
+    assert len(service.batches) == 3  # none after the failed one
+    assert progress == [(100, 500), (200, 500)]
+
+
+def test_a_failed_parallel_batch_stops_new_ones_and_counts_those_in_flight() -> None:
+    # Batch 1 fails at once; batches 0 and 2, in flight beside it, answer later and count.
+    service = UpsertService(fail=frozenset({"i0010"}), delay_s=0.3)
+    with _client(service) as client, pytest.raises(cc.UpsertError) as failed:
+        client.upsert("notes", _items(100), batch_size=10, parallelism=3)
+    assert len(service.batches) == 3
+    assert failed.value.acknowledged == 20
+    assert failed.value.pending_ids == [f"i{n:04d}" for n in range(10, 20)] + [
+        f"i{n:04d}" for n in range(30, 100)
+    ]
+
+
+def test_a_failed_parallel_batch_of_the_async_client() -> None:
+    async def handler(request: httpx.Request) -> httpx.Response:
+        ids = [item["id"] for item in json.loads(request.content)["items"]]
+        if ids[0] == "i0010":
+            return httpx.Response(404, json={"error": {"code": "not_found", "message": "gone"}})
+        await asyncio.sleep(0.2)
+        return httpx.Response(200, json={"seq": 1, "upserted": len(ids)})
+
+    async def scenario() -> None:
+        async with cc.AsyncClient("http://svc", transport=httpx.MockTransport(handler)) as c:
+            await c.upsert("notes", _items(100), batch_size=10, parallelism=3)
+
+    with pytest.raises(cc.UpsertError) as failed:
+        asyncio.run(scenario())
+    assert failed.value.acknowledged == 20
+    assert isinstance(failed.value.error, cc.NotFound)
+
+
+def test_a_progress_callback_that_raises_ends_the_upsert_with_its_error() -> None:
+    service = UpsertService()
+
+    def stop(done: int, total: int) -> None:
+        raise KeyError(f"stop at {done}/{total}")
+
+    with _client(service) as client, pytest.raises(KeyError, match="stop at 100/300"):
+        client.upsert("notes", _items(300), batch_size=100, on_progress=stop)
+    assert len(service.batches) == 1

@@ -469,6 +469,8 @@ def test_embeddings_and_models_in_the_openai_shape() -> None:
                         "towers": ["text"],
                         "matryoshka_dims": [],
                         "max_tokens": 256,
+                        "max_inputs": 2048,
+                        "max_image_inputs": None,
                     }
                 ],
             },
@@ -486,7 +488,8 @@ def test_embeddings_and_models_in_the_openai_shape() -> None:
         client.embeddings([b"\x89PNG\r\n\x1a\n"], "scenes", modality="image")
         assert recorder.body()["input"] == ["iVBORw0KGgo="]
         assert recorder.body()["modality"] == "image"
-        assert [model.id for model in client.models().data] == ["minilm"]
+        (model,) = client.models().data
+        assert (model.id, model.max_inputs, model.max_image_inputs) == ("minilm", 2048, None)
 
 
 def test_the_async_client_has_the_same_methods() -> None:

@@ -31,4 +31,18 @@ def test_a_method_read_from_a_client_is_bound_to_it() -> None:
     with cc.Client("http://svc") as client:
         assert inspect.ismethod(client.search)
         assert client.search.__self__ is client
-        assert str(inspect.signature(client.health)) == "() -> 'm.StatusResponse'"
+        assert (
+            str(inspect.signature(client.health))
+            == "(*, timeout: 'float | None' = None) -> 'm.StatusResponse'"
+        )
+
+
+def test_every_endpoint_takes_a_keyword_only_timeout_last() -> None:
+    """``timeout`` is declared by each builder (so that signatures and mypy show it) and
+    applied by ``@endpoint``: a new method must declare it too."""
+    for name in ENDPOINTS:
+        parameters = list(inspect.signature(getattr(cc.Client, name)).parameters.values())
+        last = parameters[-1]
+        assert last.name == "timeout", name
+        assert last.kind is inspect.Parameter.KEYWORD_ONLY, name
+        assert last.default is None, name

@@ -145,6 +145,60 @@ def test_models_list_names_the_variants(client: openai.OpenAI) -> None:
     assert {model.id for model in client.models.list()} == {MINILM, SCENES}
 
 
+def test_models_state_how_many_inputs_one_request_takes(client: openai.OpenAI) -> None:
+    limits = {
+        model.id: (model.model_extra or {}).get("max_inputs") for model in client.models.list()
+    }
+    assert limits == {MINILM: 2048, SCENES: 2048}
+
+
+def captions(count: int) -> list[str]:
+    """``count`` distinct short captions."""
+    things = ["dog", "cat", "red bus", "bicycle", "kite", "pizza", "clock", "horse"]
+    places = ["on a couch", "in the rain", "by the sea", "near a house", "on a table"]
+    return [
+        f"{n} {things[n % len(things)]} {places[n // len(things) % len(places)]}"
+        for n in range(count)
+    ]
+
+
+def test_openais_most_inputs_go_in_one_request(service: LiveService, client: openai.OpenAI) -> None:
+    """2048 inputs, OpenAI's own limit per request (the default chunk_size of LangChain's
+    OpenAIEmbeddings is 1000, of others up to 2048): one call, every row in order."""
+    texts = captions(2048)
+    answer = client.embeddings.create(model=MINILM, input=texts)  # base64, as by default
+    assert [row.index for row in answer.data] == list(range(2048))
+    picked = [0, 1023, 2047]
+    expected = embed(service, {"texts": [texts[n] for n in picked]})
+    got = np.array([answer.data[n].embedding for n in picked])
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    with pytest.raises(openai.UnprocessableEntityError) as refused:
+        client.embeddings.create(model=MINILM, input=captions(2049))
+    assert "max_embed_inputs=2048" in refused.value.message
+
+
+def test_langchains_openai_embeddings_with_its_defaults(service: LiveService) -> None:
+    """LangChain's OpenAIEmbeddings as its documentation configures any OpenAI-compatible
+    server (only check_embedding_ctx_length=False: it would send OpenAI's token ids), with its
+    default chunk_size of 1000: 2500 texts in three requests. Runs where langchain-openai is
+    installed (it is not a dependency of the project)."""
+    langchain_openai = pytest.importorskip("langchain_openai")
+    embeddings = langchain_openai.OpenAIEmbeddings(
+        model=MINILM,
+        base_url=f"{service.url}/v1",
+        api_key=KEY,
+        check_embedding_ctx_length=False,
+    )
+    assert embeddings.chunk_size == 1000
+    texts = captions(2500)
+    vectors = embeddings.embed_documents(texts)
+    assert len(vectors) == 2500
+    expected = embed(service, {"texts": [texts[0], texts[2499]]})
+    np.testing.assert_allclose(np.array([vectors[0], vectors[2499]]), expected, atol=1e-5)
+    query = embeddings.embed_query(texts[7])
+    np.testing.assert_allclose(query, embed(service, {"texts": [texts[7]]})[0], atol=1e-5)
+
+
 def test_a_503_with_retry_after_is_retried_then_succeeds(service: LiveService) -> None:
     """A proxy answers the first call 503 + Retry-After (the service's overload refusal, in its
     shape) and forwards the rest: the openai client waits and retries, then gets the vectors."""

@@ -8,7 +8,7 @@ API and answer with the models of :mod:`crisscross_client.models`; failures rais
 from crisscross_client._requests import pack_vector
 from crisscross_client._transport import RetryPolicy, retry_after_seconds
 from crisscross_client.async_client import AsyncClient
-from crisscross_client.bulk import ServiceLimits
+from crisscross_client.bulk import ServiceLimits, UpsertError
 from crisscross_client.client import Client
 from crisscross_client.errors import (
     BadRequest,
@@ -21,6 +21,8 @@ from crisscross_client.errors import (
     ConnectionFailed,
     ConnectionFailedError,
     CrisscrossError,
+    FilterNotApplicable,
+    FilterNotApplicableError,
     Forbidden,
     ForbiddenError,
     InvalidInput,
@@ -74,6 +76,8 @@ __all__ = [
     "ConnectionFailedError",
     "CrisscrossError",
     "EmbedResponse",
+    "FilterNotApplicable",
+    "FilterNotApplicableError",
     "Forbidden",
     "ForbiddenError",
     "InvalidInput",
@@ -107,6 +111,7 @@ __all__ = [
     "UnauthorizedError",
     "UnsupportedMediaType",
     "UnsupportedMediaTypeError",
+    "UpsertError",
     "WriteItem",
     "__version__",
     "pack_vector",

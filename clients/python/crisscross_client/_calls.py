@@ -58,6 +58,15 @@ ROUTES: Mapping[str, Route] = {
         "POST", "/v1/collections/{name}/items/delete", m.DeleteRequest, m.DeleteResponse
     ),
     "get_items": Route("POST", "/v1/collections/{name}/items/get", m.GetRequest, m.GetResponse),
+    "scroll_items": Route(
+        "POST", "/v1/collections/{name}/items/scroll", m.ScrollRequest, m.ScrollPage
+    ),
+    "count_items": Route(
+        "POST", "/v1/collections/{name}/items/count", m.CountRequest, m.CountResponse
+    ),
+    "add_fields": Route(
+        "PATCH", "/v1/collections/{name}", m.AddFieldsRequest, m.LiveCollectionInfo
+    ),
     "patch_item": Route(
         "PATCH", "/v1/collections/{name}/items/{id}", m.PatchRequest, m.PatchResponse
     ),
@@ -85,6 +94,7 @@ class Call(Generic[R]):
         idempotent: whether sending it twice does no more than sending it once (see
             :mod:`crisscross_client._transport`).
         retry: whether it may be retried at all.
+        timeout: seconds each attempt may take (``None``: the plan's, else the client's).
     """
 
     method: str
@@ -98,10 +108,12 @@ class Call(Generic[R]):
     headers: Mapping[str, str] | None = None
     idempotent: bool = True
     retry: bool = True
+    timeout: float | None = None
 
     def http_arguments(self) -> dict[str, Any]:
         """The arguments of ``httpx.Client.request`` (or the async one's) that send it."""
         return {
+            "timeout": httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
             "method": self.method,
             "url": self.path,
             "json": self.json,
@@ -115,10 +127,25 @@ class Call(Generic[R]):
 
 @dataclass(frozen=True)
 class Plan(Generic[R, T]):
-    """The calls one client method makes, in order, and how their answers make its result."""
+    """The calls one client method makes, in order, and how their answers make its result.
+
+    Attributes:
+        parallelism: how many of its calls may be in flight at once (threads of the sync
+            client, tasks of the async one); each call is retried on its own. After a call
+            fails no more are started, those in flight are waited for, then it raises.
+        on_answer: told ``(index, answer)`` after each call's answer is read, in the caller's
+            thread or task (progress); what it raises ends the plan like a failed call.
+        on_failure: the exception to raise for a failed call, given that call's exception
+            and the indexes of the calls answered (default: the call's exception).
+        timeout: seconds each attempt of its calls may take (``None``: the client's).
+    """
 
     calls: Sequence[Call[R]]
     combine: Callable[[list[R]], T]
+    parallelism: int = 1
+    on_answer: Callable[[int, R], None] | None = None
+    on_failure: Callable[[Exception, list[int]], Exception] | None = None
+    timeout: float | None = None
 
 
 def single(call: Call[R]) -> Plan[R, R]:

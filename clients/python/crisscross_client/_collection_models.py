@@ -125,11 +125,38 @@ class LiveCollectionInfo(ResponseModel):
     created: str
 
 
+class ShardInfo(ResponseModel):
+    """One shard of a sharded collection and its state when asked."""
+
+    name: str
+    row_offset: int
+    count: int
+    version: str
+    status: Literal["ok", "down"]
+    reason: str | None = None
+
+
+class ShardedCollectionInfo(ResponseModel):
+    """A collection held by shards on Ray (``cluster serve-shards``)."""
+
+    name: str
+    qualified_name: str
+    count: int
+    dim: int
+    variant: str
+    bundle: str
+    bundle_version: str
+    missing_shards_policy: Literal["fail", "partial"]
+    shard_deadline_ms: int
+    shards: list[ShardInfo]
+
+
 class CollectionsResponse(ResponseModel):
-    """``GET /v1/collections``: the bundles' collections and the live ones."""
+    """``GET /v1/collections``: the bundles' collections, the live ones and the sharded ones."""
 
     collections: list[CollectionInfo]
     live: list[LiveCollectionInfo] = Field(default_factory=list)
+    sharded: list[ShardedCollectionInfo] = Field(default_factory=list)
 
 
 # --- live collections ------------------------------------------------------------------------
@@ -263,6 +290,52 @@ class SnapshotResponse(ResponseModel):
     seconds: float
 
 
+class AddFieldsRequest(RequestModel):
+    """``PATCH /v1/collections/{name}``: new typed metadata fields (only added)."""
+
+    fields: dict[str, FieldType]
+
+
+class ScrollRequest(RequestModel):
+    """``POST /v1/collections/{name}/items/scroll``: one page of the items a filter keeps, in
+    row order, from a cursor."""
+
+    filter: Filter | JsonObject | None = None
+    limit: int | None = None
+    cursor: str | None = None
+    include_vectors: bool | None = None
+    include_metadata: bool | None = None
+    variant: str | None = None
+
+
+class ScrolledItem(ResponseModel):
+    """One item of a scroll (``metadata`` and ``vector`` None when not asked for)."""
+
+    id: str
+    metadata: JsonObject | None = None
+    vector: list[float] | None = None
+
+
+class ScrollPage(ResponseModel):
+    """One page of a scroll, and the cursor of the next (None: the last page)."""
+
+    items: list[ScrolledItem]
+    next_cursor: str | None
+
+
+class CountRequest(RequestModel):
+    """``POST /v1/collections/{name}/items/count``."""
+
+    filter: Filter | JsonObject | None = None
+    variant: str | None = None
+
+
+class CountResponse(ResponseModel):
+    """How many items the filter keeps."""
+
+    count: int
+
+
 # --- admin -----------------------------------------------------------------------------------
 
 
@@ -291,3 +364,5 @@ class ReloadResponse(ResponseModel):
 
 
 DeleteRequest.model_rebuild()
+ScrollRequest.model_rebuild()
+CountRequest.model_rebuild()

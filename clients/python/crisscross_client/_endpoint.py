@@ -8,11 +8,18 @@ result; read from an :class:`~crisscross_client.AsyncClient` it is a coroutine m
 has the builder's parameters, docstring and result type (``inspect.signature``, ``help``).
 
 The retry loop is written once too, without I/O (:class:`Steps`): it says which request to send
-or how long to wait, and is told what came back; each client only sends and sleeps.
+or how long to wait, and is told what came back; each client only sends and sleeps. So is the
+bookkeeping of a plan whose calls run side by side (:class:`Flight`): each client only starts
+them, ``parallelism`` at a time, in threads (sync) or tasks (async).
+
+Every method also takes ``timeout`` (seconds per attempt, keyword-only): the builder declares
+it, so that signatures and type checkers show it, and :func:`endpoint` applies it to the whole
+plan (:attr:`Plan.timeout <crisscross_client._calls.Plan.timeout>`); the builder never sees it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import itertools
@@ -20,15 +27,17 @@ import time
 import types
 import typing
 from collections.abc import Callable, Coroutine, Generator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, TypeVar, overload
 
 import httpx
 
 from crisscross_client._calls import Call, Plan, answer_error
+from crisscross_client._settings import ClientSettings, checked_timeout
 from crisscross_client._transport import error_code_of, retry_after_seconds
 
 if TYPE_CHECKING:
-    from crisscross_client._settings import ClientSettings
+    from crisscross_client.response_info import ResponseInfo
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -93,12 +102,20 @@ def _method(build: Callable[..., Plan[Any, T]], owner: type) -> Callable[..., An
     that is a coroutine function), under the builder's name, docstring and signature, its
     result type being the plan's result type."""
     run_is_async = inspect.iscoroutinefunction(owner._run)  # type: ignore[attr-defined]
+    timed = "timeout" in inspect.signature(build).parameters
+
+    def planned(client: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Plan[Any, T]:
+        timeout = kwargs.pop("timeout", None) if timed else None
+        plan = build(client, *args, **kwargs)
+        if timeout is None:
+            return plan
+        return dataclasses.replace(plan, timeout=checked_timeout(timeout))
 
     def plain(client: Any, /, *args: Any, **kwargs: Any) -> Any:
-        return client._run(build(client, *args, **kwargs))
+        return client._run(planned(client, args, kwargs))
 
     async def awaited(client: Any, /, *args: Any, **kwargs: Any) -> Any:
-        return await client._run(build(client, *args, **kwargs))
+        return await client._run(planned(client, args, kwargs))
 
     method: Callable[..., Any] = awaited if run_is_async else plain
     functools.update_wrapper(method, build)
@@ -150,14 +167,22 @@ class Steps(Generic[T]):
 
 
 def _plan_steps(settings: ClientSettings, plan: Plan[Any, T]) -> Generator[Step, Outcome, T]:
-    answers = []
-    for call in plan.calls:
-        answers.append((yield from _call_steps(settings, call)))
-    return plan.combine(answers)
+    """The plan's calls one after the other (whatever its ``parallelism``: a client runs a plan
+    side by side with :class:`Flight` instead)."""
+    flight = Flight(plan)
+    while (job := flight.next()) is not None:
+        try:
+            job.answer = yield from _call_steps(settings, job.call)
+        except Exception as error:
+            job.error = error
+        flight.finished(job)
+    return flight.result()
 
 
 def _call_steps(settings: ClientSettings, call: Call[R]) -> Generator[Step, Outcome, R]:
     """One call's attempts: sent, retried after the waits the policy sets, then read."""
+    if call.timeout is None:
+        call = dataclasses.replace(call, timeout=settings.timeout)
     policy = settings.retry
     started = time.perf_counter()
     for retries in itertools.count():
@@ -181,3 +206,88 @@ def _call_steps(settings: ClientSettings, call: Call[R]) -> Generator[Step, Outc
             raise answer_error(outcome, retry_after)
         return call.read(outcome)
     raise AssertionError("unreachable")
+
+
+@dataclass
+class Job(Generic[R]):
+    """One call of a :class:`Flight`: which, and what came of it (set by whoever ran it).
+
+    Attributes:
+        index: its place in the plan.
+        call: the request (with the plan's timeout).
+        answer: its answer, once read.
+        error: what it raised instead.
+        info: the last-response record of its final exchange, when it ran in another thread
+            or task (the caller's record is set to it when it finishes).
+    """
+
+    index: int
+    call: Call[R]
+    answer: R | None = None
+    error: Exception | None = None
+    info: ResponseInfo | None = None
+
+    @property
+    def plan(self) -> Plan[R, R]:
+        """A plan of this call alone (for a client's ``_run``, in a thread or task)."""
+        return Plan([self.call], lambda answers: answers[0])
+
+
+class Flight(Generic[T]):
+    """The bookkeeping of a plan whose calls run side by side, without I/O: :meth:`next` gives
+    the next :class:`Job` to start (``None``: none left, or one failed), :meth:`finished` is
+    told of each, in the caller's thread or task, in the order they finish; once none is
+    running, :meth:`result` is the plan's result or raises its failure.
+
+    The plan's ``on_answer`` is called in :meth:`finished`; the first failure (a call's, or
+    ``on_answer``'s) stops new calls, and :meth:`result` raises it (a call's through the plan's
+    ``on_failure``) once those in flight have finished and been counted.
+    """
+
+    def __init__(self, plan: Plan[Any, T]) -> None:
+        self._plan = plan
+        self._calls = iter(enumerate(plan.calls))
+        self._answers: dict[int, Any] = {}
+        self._failure: Exception | None = None
+        self._call_failed = False
+
+    @property
+    def parallelism(self) -> int:
+        """Calls that may be in flight at once."""
+        return max(1, self._plan.parallelism)
+
+    def next(self) -> Job[Any] | None:
+        """The next call to start, or ``None``."""
+        if self._failure is not None:
+            return None
+        index, call = next(self._calls, (-1, None))
+        if call is None:
+            return None
+        if call.timeout is None and self._plan.timeout is not None:
+            call = dataclasses.replace(call, timeout=self._plan.timeout)
+        return Job(index, call)
+
+    def finished(self, job: Job[Any], settings: ClientSettings | None = None) -> None:
+        """Count ``job`` (its answer or its error); with ``settings``, record its final
+        exchange (:attr:`Job.info`) as their last response in the current thread or task."""
+        if settings is not None and job.info is not None:
+            settings.last.set(job.info)
+        if job.error is not None:
+            if self._failure is None:
+                self._failure, self._call_failed = job.error, True
+            return
+        self._answers[job.index] = job.answer
+        if self._plan.on_answer is not None and self._failure is None:
+            try:
+                self._plan.on_answer(job.index, job.answer)
+            except Exception as error:
+                self._failure = error
+
+    def result(self) -> T:
+        """The plan's result; raises its failure."""
+        failure = self._failure
+        if failure is not None:
+            if self._call_failed and self._plan.on_failure is not None:
+                raise self._plan.on_failure(failure, sorted(self._answers)) from failure
+            raise failure
+        return self._plan.combine([self._answers[index] for index in range(len(self._answers))])

@@ -6,12 +6,17 @@ the shared builders of :mod:`crisscross_client._requests`); the decorator
 :func:`~crisscross_client._endpoint.endpoint` makes it a plain method of the sync client and a
 coroutine method of the async one, with this signature and docstring, returning the plan's
 result (see the README's "How the client is built").
+
+Every method ends with the keyword-only parameter ``timeout: float | None = None`` (seconds per
+attempt, overriding the client's): the decorator applies it to the whole plan and does not pass
+it on, so the builders never read it (a new method declares it too; ``test_endpoint`` checks).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Self
 
 import httpx
 
@@ -57,6 +62,23 @@ class ClientMethods:
         client): status, headers (``x-request-id``, ``x-timing-*``), latency, attempts."""
         return self._settings.last.get()
 
+    @property
+    def timeout(self) -> float:
+        """Seconds each attempt of a call may take (a method's ``timeout=`` overrides it)."""
+        return self._settings.timeout
+
+    def with_options(self, *, timeout: float | None = None, max_retries: int | None = None) -> Self:
+        """A copy of this client with another ``timeout`` (seconds per attempt) and/or
+        ``max_retries`` (the rest of its retry policy kept), sharing its connection pool, key,
+        headers and last-response record: ``client.with_options(timeout=2).search(...)``.
+        Closing either closes the pool they share."""
+        changed = copy.copy(self)
+        changed._settings = self._settings.with_options(timeout=timeout, max_retries=max_retries)
+        return changed
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._settings.describe()})"
+
     # --- any route ------------------------------------------------------------------------------
 
     @endpoint
@@ -71,6 +93,7 @@ class ClientMethods:
         headers: Mapping[str, str] | None = None,
         idempotent: bool | None = None,
         retry: bool = True,
+        timeout: float | None = None,
     ) -> Plan[Any, httpx.Response]:
         """Send any request under the base URL, with the client's keys and retries.
 
@@ -100,7 +123,7 @@ class ClientMethods:
         return single(call)
 
     @endpoint
-    def load_limits(self) -> Plan[Any, ServiceLimits]:
+    def load_limits(self, *, timeout: float | None = None) -> Plan[Any, ServiceLimits]:
         """Read the service's limits from its OpenAPI document (``GET /openapi.json``) and cut
         long inputs by them from now on."""
 
@@ -113,27 +136,27 @@ class ClientMethods:
     # --- what is served -------------------------------------------------------------------------
 
     @endpoint
-    def health(self) -> Plan[Any, m.StatusResponse]:
+    def health(self, *, timeout: float | None = None) -> Plan[Any, m.StatusResponse]:
         """``GET /healthz``: the process is alive."""
         return rq.served("healthz", m.StatusResponse)
 
     @endpoint
-    def ready(self) -> Plan[Any, m.StatusResponse]:
+    def ready(self, *, timeout: float | None = None) -> Plan[Any, m.StatusResponse]:
         """``GET /readyz``: ready to serve (:class:`~crisscross_client.NotReady` otherwise)."""
         return rq.served("readyz", m.StatusResponse)
 
     @endpoint
-    def variants(self) -> Plan[Any, m.VariantsResponse]:
+    def variants(self, *, timeout: float | None = None) -> Plan[Any, m.VariantsResponse]:
         """``GET /v1/variants``: the loaded encoder variants and the serving process."""
         return rq.served("variants", m.VariantsResponse)
 
     @endpoint
-    def collections(self) -> Plan[Any, m.CollectionsResponse]:
+    def collections(self, *, timeout: float | None = None) -> Plan[Any, m.CollectionsResponse]:
         """``GET /v1/collections``: the bundles' collections and the live ones."""
         return rq.served("collections", m.CollectionsResponse)
 
     @endpoint
-    def models(self) -> Plan[Any, m.ModelsResponse]:
+    def models(self, *, timeout: float | None = None) -> Plan[Any, m.ModelsResponse]:
         """``GET /v1/models``: the models ``embeddings`` takes (OpenAI shape)."""
         return rq.served("models", m.ModelsResponse)
 
@@ -161,6 +184,7 @@ class ClientMethods:
         fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
         window: int | None = None,
         rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Plan[Any, m.SearchResponse]:
         """``POST /v1/search``: the ``k`` nearest items of ``collection`` to exactly one of
         ``text``, ``vector``, ``image`` (path, bytes or PIL image), ``item`` (an id of
@@ -213,6 +237,7 @@ class ClientMethods:
         offset: int | None = None,
         include_metadata: bool | None = None,
         search_params: m.SearchParams | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Plan[Any, m.SearchResponse]:
         """``POST /v1/search/upload``: search with an image sent as a multipart file (for
         images too large for a JSON body)."""
@@ -229,7 +254,10 @@ class ClientMethods:
 
     @endpoint
     def search_bulk(
-        self, searches: Sequence[m.SearchRequest | Mapping[str, Any]]
+        self,
+        searches: Sequence[m.SearchRequest | Mapping[str, Any]],
+        *,
+        timeout: float | None = None,
     ) -> Plan[Any, m.BulkSearchResponse]:
         """``POST /v1/search/bulk`` as one request (at most ``limits.max_bulk_searches``);
         each search is answered with its own status. See :meth:`search_many`."""
@@ -252,6 +280,7 @@ class ClientMethods:
         fusion: m.RrfFusion | m.WeightedFusion | Mapping[str, Any] | None = None,
         window: int | None = None,
         rerank: m.ExactRerank | m.VariantRerank | Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> Plan[Any, list[Any]]:
         """Many searches of ``collection`` through ``POST /v1/search/bulk``, cut into requests
         that fit the service's limits (searches, images, bytes per request).
@@ -293,7 +322,11 @@ class ClientMethods:
 
     @endpoint
     def score(
-        self, pairs: Sequence[tuple[Any, Any]], variant: str | None = None
+        self,
+        pairs: Sequence[tuple[Any, Any]],
+        variant: str | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Plan[Any, m.ScoreResponse]:
         """``POST /v1/score``: the similarity of each ``(left, right)`` pair of query inputs,
         in order (cut into requests that fit the service's limits)."""
@@ -301,14 +334,18 @@ class ClientMethods:
 
     @endpoint
     def embed_texts(
-        self, texts: Sequence[str], variant: str | None = None
+        self, texts: Sequence[str], variant: str | None = None, *, timeout: float | None = None
     ) -> Plan[Any, m.EmbedResponse]:
         """``POST /v1/embed``: one L2-normalised embedding per text, in order."""
         return rq.embed_texts(texts, variant, self.limits)
 
     @endpoint
     def embed_images(
-        self, images: Sequence[ImageInput], variant: str | None = None
+        self,
+        images: Sequence[ImageInput],
+        variant: str | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Plan[Any, m.EmbedResponse]:
         """``POST /v1/embed``: one embedding per image (path, bytes or PIL image), in order."""
         return rq.embed_images(images, variant, self.limits)
@@ -323,6 +360,7 @@ class ClientMethods:
         modality: str | None = None,
         *,
         user: str | None = None,
+        timeout: float | None = None,
     ) -> Plan[Any, m.EmbeddingsResponse]:
         """``POST /v1/embeddings`` (the OpenAI shape): ``model`` is a variant name; with
         ``modality="image"`` the inputs are images (any image input)."""
@@ -337,13 +375,15 @@ class ClientMethods:
 
     @endpoint
     def item(
-        self, collection: str, id: str, variant: str | None = None
+        self, collection: str, id: str, variant: str | None = None, *, timeout: float | None = None
     ) -> Plan[Any, m.ItemResponse]:
         """``GET /v1/items/{collection}/{id}``: a bundle item's metadata."""
         return rq.item(collection, id, variant)
 
     @endpoint
-    def thumbnail(self, collection: str, id: str, variant: str | None = None) -> Plan[Any, bytes]:
+    def thumbnail(
+        self, collection: str, id: str, variant: str | None = None, *, timeout: float | None = None
+    ) -> Plan[Any, bytes]:
         """``GET /v1/thumbnails/{collection}/{id}``: the item's JPEG thumbnail."""
         return rq.thumbnail(collection, id, variant)
 
@@ -360,6 +400,7 @@ class ClientMethods:
         *,
         from_snapshot: m.SnapshotRef | Mapping[str, str] | None = None,
         from_bundle: str | None = None,
+        timeout: float | None = None,
     ) -> Plan[Any, m.LiveCollectionInfo]:
         """``POST /v1/collections`` (admin key): a live collection embedded by ``variant``, or
         of ``dim``-dimensional client vectors, with typed metadata ``fields`` and an ``index``
@@ -378,24 +419,62 @@ class ClientMethods:
         return rq.create_collection(body)
 
     @endpoint
-    def get_collection(self, name: str) -> Plan[Any, m.LiveCollectionInfo]:
+    def get_collection(
+        self, name: str, *, timeout: float | None = None
+    ) -> Plan[Any, m.LiveCollectionInfo]:
         """``GET /v1/collections/{name}``."""
         return rq.collection_call("get_collection", m.LiveCollectionInfo, name, idempotent=True)
 
     @endpoint
-    def delete_collection(self, name: str) -> Plan[Any, m.DropResponse]:
+    def delete_collection(
+        self, name: str, *, timeout: float | None = None
+    ) -> Plan[Any, m.DropResponse]:
         """``DELETE /v1/collections/{name}`` (admin key)."""
         return rq.collection_call("delete_collection", m.DropResponse, name, idempotent=False)
 
     @endpoint
     def upsert(
-        self, collection: str, items: Sequence[m.WriteItem | Mapping[str, Any]]
+        self,
+        collection: str,
+        items: Sequence[m.WriteItem | Mapping[str, Any]],
+        *,
+        batch_size: int | None = None,
+        parallelism: int = 1,
+        on_progress: Callable[[int, int], None] | None = None,
+        timeout: float | None = None,
     ) -> Plan[Any, m.UpsertResponse]:
         """``POST /v1/collections/{name}/items``: add or replace items by id. Each item has an
         ``id``, exactly one of ``text``, ``image`` (any image input), ``vector`` or
-        ``vector_base64`` (:func:`~crisscross_client.pack_vector`), and ``metadata``. Long
-        lists go in batches (each all or nothing); idempotent, so retried."""
-        return rq.upsert(collection, items, self.limits)
+        ``vector_base64`` (:func:`~crisscross_client.pack_vector`), and ``metadata``.
+
+        Long lists go in batches (each all or nothing, idempotent, so retried) that fit the
+        service's limits (items, body bytes, images per request).
+
+        Args:
+            batch_size: most items per request (default and most: ``limits.max_write_items``).
+            parallelism: batches in flight at once (threads of the sync client, tasks of the
+                async one; at most the client's ``max_connections``).
+            on_progress: called ``on_progress(done_items, total_items)`` after each
+                acknowledged batch, in the calling thread or task.
+
+        Raises:
+            UpsertError: a batch failed (after its retries); its ``acknowledged`` items, in
+                the batches answered before, are durable, ``pending_ids`` are the rest, and
+                ``error`` is the batch's own error. No batch starts after one failed.
+        """
+        pool = self._settings.max_connections
+        if pool is not None and parallelism > pool:
+            raise ValueError(
+                f"parallelism={parallelism} is more than the client's max_connections={pool}"
+            )
+        return rq.upsert(
+            collection,
+            items,
+            self.limits,
+            batch_size=batch_size,
+            parallelism=parallelism,
+            on_progress=on_progress,
+        )
 
     @endpoint
     def delete_items(
@@ -403,6 +482,8 @@ class ClientMethods:
         collection: str,
         ids: Sequence[str] | None = None,
         filter: m.FilterInput | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Plan[Any, m.DeleteResponse]:
         """``POST /v1/collections/{name}/items/delete``: by ``ids`` (idempotent) or every item
         a ``filter`` keeps (not retried once it may have been applied)."""
@@ -410,26 +491,41 @@ class ClientMethods:
 
     @endpoint
     def get_items(
-        self, collection: str, ids: Sequence[str], include_vectors: bool | None = None
+        self,
+        collection: str,
+        ids: Sequence[str],
+        include_vectors: bool | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Plan[Any, m.GetResponse]:
         """``POST /v1/collections/{name}/items/get``: the items that exist, in order."""
         return rq.get_items(collection, ids, include_vectors, self.limits)
 
     @endpoint
     def patch_item(
-        self, collection: str, id: str, metadata: Mapping[str, Any], merge: bool | None = None
+        self,
+        collection: str,
+        id: str,
+        metadata: Mapping[str, Any],
+        merge: bool | None = None,
+        *,
+        timeout: float | None = None,
     ) -> Plan[Any, m.PatchResponse]:
         """``PATCH /v1/collections/{name}/items/{id}``: new metadata, merged (a ``None``
         removes a field) or, with ``merge=False``, replacing it."""
         return rq.patch_item(collection, id, metadata, merge)
 
     @endpoint
-    def compact(self, collection: str) -> Plan[Any, m.CompactResponse]:
+    def compact(
+        self, collection: str, *, timeout: float | None = None
+    ) -> Plan[Any, m.CompactResponse]:
         """``POST /v1/collections/{name}/compact`` (admin key)."""
         return rq.collection_call("compact", m.CompactResponse, collection, idempotent=False)
 
     @endpoint
-    def snapshot(self, collection: str) -> Plan[Any, m.SnapshotResponse]:
+    def snapshot(
+        self, collection: str, *, timeout: float | None = None
+    ) -> Plan[Any, m.SnapshotResponse]:
         """``POST /v1/collections/{name}/snapshots`` (admin key)."""
         return rq.collection_call("snapshot", m.SnapshotResponse, collection, idempotent=False)
 
@@ -437,7 +533,58 @@ class ClientMethods:
 
     @endpoint
     def reload(
-        self, bundle: str | None = None, version: str | None = None
+        self, bundle: str | None = None, version: str | None = None, *, timeout: float | None = None
     ) -> Plan[Any, m.ReloadResponse]:
         """``POST /v1/admin/reload`` (admin key): load bundles' new versions and swap them in."""
         return rq.reload(bundle, version)
+
+    # --- scroll, count and fields of a collection -------------------------------------------
+
+    @endpoint
+    def scroll_items(
+        self,
+        collection: str,
+        *,
+        filter: m.FilterInput | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        include_vectors: bool | None = None,
+        include_metadata: bool | None = None,
+        variant: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[Any, m.ScrollPage]:
+        """``POST /v1/collections/{name}/items/scroll``: one page of the items ``filter``
+        keeps (all without one), in row order, ``limit`` of them (the service's default: 100),
+        from ``cursor`` (a page's ``next_cursor``; None: the first page). Any collection a
+        search can name: live, sharded or a bundle's (``variant`` picks among variants serving
+        a bundle name). ``iter_items`` follows the cursors for you."""
+        return rq.scroll_items(
+            collection, filter, limit, cursor, include_vectors, include_metadata, variant
+        )
+
+    @endpoint
+    def count_items(
+        self,
+        collection: str,
+        filter: m.FilterInput | None = None,
+        *,
+        variant: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[Any, int]:
+        """``POST /v1/collections/{name}/items/count``: how many items ``filter`` keeps (all
+        without one): what a search with that filter could return at most."""
+        return rq.count_items(collection, filter, variant)
+
+    @endpoint
+    def add_fields(
+        self,
+        collection: str,
+        fields: Mapping[str, m.FieldType],
+        *,
+        timeout: float | None = None,
+    ) -> Plan[Any, m.LiveCollectionInfo]:
+        """``PATCH /v1/collections/{name}`` (write key): declare new typed metadata ``fields``
+        of a live collection, durably. Items written before hold no value of them; fields are
+        only added (another type for a declared field is a ``ConflictError``, field_mismatch).
+        Idempotent, so retried."""
+        return rq.add_fields(collection, fields)

@@ -26,8 +26,8 @@ from crisscross_client._calls import (
     route_path,
     single,
 )
-from crisscross_client.bulk import ServiceLimits, cut, json_size
-from crisscross_client.errors import BadResponseError, error_class
+from crisscross_client.bulk import ServiceLimits, UpsertError, cut, json_size
+from crisscross_client.errors import BadResponseError, CrisscrossError, error_class
 from crisscross_client.images import ImageInput, image_base64, image_file
 from crisscross_client.queries import image_count, one_query, to_query
 
@@ -366,34 +366,81 @@ def pack_vector(vector: Sequence[float]) -> str:
     return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
 
 
+ProgressCallback = Callable[[int, int], None]
+"""``on_progress(done_items, total_items)`` of :meth:`~crisscross_client.Client.upsert`."""
+
+
 def upsert(
-    collection: str, items: Sequence[m.WriteItem | Mapping[str, Any]], limits: ServiceLimits
+    collection: str,
+    items: Sequence[m.WriteItem | Mapping[str, Any]],
+    limits: ServiceLimits,
+    *,
+    batch_size: int | None = None,
+    parallelism: int = 1,
+    on_progress: ProgressCallback | None = None,
 ) -> Plan[m.UpsertResponse, m.UpsertResponse]:
-    """``POST /v1/collections/{name}/items`` in batches that fit ``limits`` (each batch all or
-    nothing; idempotent: items are replaced by id)."""
+    """``POST /v1/collections/{name}/items`` in batches of at most ``batch_size`` items (default
+    and most: ``limits.max_write_items``) that fit ``limits`` (body bytes, images), sent
+    ``parallelism`` at a time; ``on_progress(done, total)`` after each acknowledged batch.
+    Each batch is all or nothing and idempotent (items are replaced by id); a failed batch
+    raises :class:`~crisscross_client.bulk.UpsertError` saying how many items were
+    acknowledged."""
+    if batch_size is not None and not 1 <= batch_size <= limits.max_write_items:
+        raise ValueError(
+            f"batch_size must be 1..{limits.max_write_items} (the service's max_write_items), "
+            f"got {batch_size}"
+        )
+    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
+        raise ValueError(f"parallelism must be a positive integer, got {parallelism!r}")
     written = [write_item(entry) for entry in items]
     bodies = [entry.body() for entry in written]
-    runs = cut(
-        list(zip(written, bodies, strict=True)),
-        max_count=limits.max_write_items,
-        max_bytes=limits.max_write_body_bytes,
-        size=lambda pair: json_size(pair[1]),
-    )
-    calls = [
-        model_call(
-            "upsert",
-            m.UpsertResponse,
-            m.UpsertRequest(items=[entry for entry, _ in run]),
-            name=collection,
+    runs = list(
+        cut(
+            list(zip(written, bodies, strict=True)),
+            max_count=batch_size or limits.max_write_items,
+            max_bytes=limits.max_write_body_bytes,
+            size=lambda pair: json_size(pair[1]),
+            max_images=limits.max_images_per_request,
+            images=lambda pair: int(pair[0].image is not None),
         )
-        for run in runs
-    ] or [model_call("upsert", m.UpsertResponse, m.UpsertRequest(items=[]), name=collection)]
+    )
+    batches = [[entry for entry, _ in run] for run in runs] or [[]]
+    calls = [
+        model_call("upsert", m.UpsertResponse, m.UpsertRequest(items=batch), name=collection)
+        for batch in batches
+    ]
+    total = len(written)
+    done = 0
+
+    def progress(index: int, _: m.UpsertResponse) -> None:
+        nonlocal done
+        done += len(batches[index])
+        if on_progress is not None:
+            on_progress(done, total)
+
+    def failed(error: Exception, answered: list[int]) -> Exception:
+        if not isinstance(error, CrisscrossError):
+            return error
+        acknowledged = set(answered)
+        pending = [
+            entry.id
+            for index, batch in enumerate(batches)
+            if index not in acknowledged
+            for entry in batch
+        ]
+        return UpsertError(
+            error,
+            acknowledged=sum(len(batches[index]) for index in acknowledged),
+            total=total,
+            pending_ids=pending,
+        )
 
     def combine(answers: list[m.UpsertResponse]) -> m.UpsertResponse:
-        total = sum(answer.upserted for answer in answers)
-        return answers[-1].model_copy(update={"upserted": total})
+        upserted = sum(answer.upserted for answer in answers)
+        latest = max(answers, key=lambda answer: answer.seq)
+        return latest.model_copy(update={"upserted": upserted})
 
-    return Plan(calls, combine)
+    return Plan(calls, combine, parallelism=parallelism, on_answer=progress, on_failure=failed)
 
 
 def delete_items(
@@ -470,3 +517,42 @@ def reload(bundle: str | None, version: str | None) -> Plan[m.ReloadResponse, m.
     """``POST /v1/admin/reload``."""
     body = m.ReloadRequest(bundle=bundle, version=version)
     return single(model_call("reload", m.ReloadResponse, body, idempotent=False))
+
+
+def scroll_items(
+    collection: str,
+    filter: m.FilterInput | None,
+    limit: int | None,
+    cursor: str | None,
+    include_vectors: bool | None,
+    include_metadata: bool | None,
+    variant: str | None,
+) -> Plan[m.ScrollPage, m.ScrollPage]:
+    """``POST /v1/collections/{name}/items/scroll``: one page (a read: retried)."""
+    body = m.ScrollRequest(
+        filter=filter,
+        limit=limit,
+        cursor=cursor,
+        include_vectors=include_vectors,
+        include_metadata=include_metadata,
+        variant=variant,
+    )
+    return single(model_call("scroll_items", m.ScrollPage, body, name=collection))
+
+
+def count_items(
+    collection: str, filter: m.FilterInput | None, variant: str | None
+) -> Plan[m.CountResponse, int]:
+    """``POST /v1/collections/{name}/items/count``, read as the count."""
+    body = m.CountRequest(filter=filter, variant=variant)
+    call = model_call("count_items", m.CountResponse, body, name=collection)
+    return Plan([call], lambda answers: answers[0].count)
+
+
+def add_fields(
+    collection: str, fields: Mapping[str, m.FieldType]
+) -> Plan[m.LiveCollectionInfo, m.LiveCollectionInfo]:
+    """``PATCH /v1/collections/{name}`` (idempotent: a field declared with the same type is
+    left as it is)."""
+    body = m.AddFieldsRequest(fields=dict(fields))
+    return single(model_call("add_fields", m.LiveCollectionInfo, body, name=collection))

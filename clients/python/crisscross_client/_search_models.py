@@ -313,7 +313,8 @@ class EmbeddingsResponse(ResponseModel):
 
 class ModelInfo(ResponseModel):
     """A model (a served encoder variant) ``POST /v1/embeddings`` takes: its dimension,
-    towers (``text``, ``image``), the ``dimensions`` it may be cut to, its token limit."""
+    towers (``text``, ``image``), the ``dimensions`` it may be cut to, its token limit, and
+    how many texts (``max_inputs``) or images (``max_image_inputs``) one request may hold."""
 
     id: str
     object: str = "model"
@@ -323,6 +324,8 @@ class ModelInfo(ResponseModel):
     towers: list[str]
     matryoshka_dims: list[int]
     max_tokens: int | None
+    max_inputs: int | None = None
+    max_image_inputs: int | None = None
 
 
 class ModelsResponse(ResponseModel):

@@ -4,24 +4,80 @@ Re-exported by :mod:`crisscross_client.models` (import them from there)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 JsonObject = dict[str, Any]
 
+SHOWN_NUMBERS = 4
+"""Values a repr shows of a long list of numbers (a vector) before it says how many there are."""
+SHOWN_VECTORS = 3
+"""Vectors a repr shows of a list of them before it says how many there are."""
+SHOWN_CHARS = 80
+"""Characters a repr shows of a long string (base64 images and vectors) before its length."""
 
-class RequestModel(BaseModel):
+
+class _Shown:
+    """A value's short form in a repr (its ``repr`` is the text)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _is_vector(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in value)
+    )
+
+
+def _short(value: object) -> object:
+    """``value``, or its short form when it is a long vector, a long list of vectors or a
+    long string: a model's repr stays readable whatever it carries."""
+    if _is_vector(value):
+        assert isinstance(value, list)
+        if len(value) <= 2 * SHOWN_NUMBERS:
+            return value
+        head = ", ".join(repr(x) for x in value[:SHOWN_NUMBERS])
+        return _Shown(f"[{head}, ... {len(value)} numbers]")
+    if isinstance(value, list) and value and all(_is_vector(row) for row in value):
+        rows = [repr(_short(row)) for row in value[:SHOWN_VECTORS]]
+        more = f", ... {len(value)} vectors" if len(value) > SHOWN_VECTORS else ""
+        return _Shown(f"[{', '.join(rows)}{more}]")
+    if isinstance(value, str) and len(value) > 2 * SHOWN_CHARS:
+        return _Shown(f"{value[:SHOWN_CHARS]!r}... ({len(value)} chars)")
+    return value
+
+
+class _Readable(BaseModel):
+    """A model whose repr shortens vectors, lists of vectors and long strings."""
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            yield name, _short(value)
+
+
+class RequestModel(_Readable):
     """A request body: unknown fields refused, names as the service spells them."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        # Unset optional fields are not sent (body()), so not shown either.
+        return [(name, value) for name, value in super().__repr_args__() if value is not None]
 
     def body(self) -> JsonObject:
         """The JSON body: fields by their wire names, unset optional fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
-class ResponseModel(BaseModel):
+class ResponseModel(_Readable):
     """An answer: fields the client does not know are kept, not refused."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)

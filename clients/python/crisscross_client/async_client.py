@@ -11,16 +11,17 @@ The methods are written once, in :mod:`crisscross_client._methods`; this class o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import httpx
 
+from crisscross_client import models as m
 from crisscross_client._calls import Call, Plan
-from crisscross_client._endpoint import Outcome, Steps
+from crisscross_client._endpoint import Flight, Job, Outcome, Steps
 from crisscross_client._methods import ClientMethods
-from crisscross_client._settings import DEFAULT_BASE_URL, ClientSettings
+from crisscross_client._settings import ClientSettings
 from crisscross_client._transport import RetryPolicy
 from crisscross_client.bulk import ServiceLimits
 
@@ -31,9 +32,12 @@ class AsyncClient(ClientMethods):
     """An asyncio client of one Crisscross service.
 
     Args:
-        base_url: the service root.
-        api_key: a read, write or admin key, sent as ``Authorization: Bearer <key>``.
-        timeout: seconds per request attempt.
+        base_url: the service root (default: the environment variable ``CRISSCROSS_URL``,
+            else ``http://127.0.0.1:8000``; an empty or malformed one is a ``ValueError``).
+        api_key: a read, write or admin key, sent as ``Authorization: Bearer <key>`` (default:
+            the environment variable ``CRISSCROSS_API_KEY``, if set and not empty).
+        timeout: seconds per request attempt (a method's own ``timeout=`` overrides it for
+            that call; :meth:`with_options` makes a copy with another, sharing the pool).
         max_retries: retries after the first attempt on connection errors, 408, 429, 502,
             503 and 504 (writes that may have been applied only when idempotent).
         retry: the whole retry policy (overrides ``max_retries``).
@@ -51,7 +55,7 @@ class AsyncClient(ClientMethods):
 
     def __init__(
         self,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
@@ -88,8 +92,42 @@ class AsyncClient(ClientMethods):
         """Close the connection pool (the same as :meth:`aclose`)."""
         await self._http.aclose()
 
+    async def iter_items(
+        self,
+        collection: str,
+        *,
+        filter: m.FilterInput | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        include_vectors: bool | None = None,
+        include_metadata: bool | None = None,
+        variant: str | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[m.ScrolledItem]:
+        """Every item ``filter`` keeps, in row order: :meth:`scroll_items` page after page
+        (``limit`` items each), following each page's cursor until the last
+        (``async for item in client.iter_items(...)``)."""
+        while True:
+            page = await self.scroll_items(
+                collection,
+                filter=filter,
+                limit=limit,
+                cursor=cursor,
+                include_vectors=include_vectors,
+                include_metadata=include_metadata,
+                variant=variant,
+                timeout=timeout,
+            )
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
     async def _run(self, plan: Plan[Any, T]) -> T:
         """Send ``plan``'s requests (retried as the policy allows) and return its result."""
+        if plan.parallelism > 1 and len(plan.calls) > 1:
+            return await self._run_side_by_side(plan)
         steps = Steps(self._settings, plan)
         step = steps.first()
         while step is not None:
@@ -105,3 +143,32 @@ class AsyncClient(ClientMethods):
             return await self._http.request(**call.http_arguments())
         except httpx.TransportError as error:
             return error
+
+    async def _run_side_by_side(self, plan: Plan[Any, T]) -> T:
+        """Send ``plan``'s calls ``plan.parallelism`` at a time, each in a task of its own
+        (:class:`~crisscross_client._endpoint.Flight` keeps the books). Cancelled, it cancels
+        the calls in flight."""
+        flight = Flight(plan)
+        running: set[asyncio.Task[Job[Any]]] = set()
+        try:
+            while True:
+                while len(running) < flight.parallelism and (job := flight.next()) is not None:
+                    running.add(asyncio.ensure_future(self._run_job(job)))
+                if not running:
+                    break
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    flight.finished(task.result(), self._settings)
+        finally:
+            for task in running:
+                task.cancel()
+        return flight.result()
+
+    async def _run_job(self, job: Job[Any]) -> Job[Any]:
+        """Run one call of a flight (in a task of its own)."""
+        try:
+            job.answer = await self._run(job.plan)
+        except Exception as error:
+            job.error = error
+        job.info = self._settings.last.get()
+        return job

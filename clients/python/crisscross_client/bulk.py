@@ -1,4 +1,5 @@
-"""The service's per-request limits, and cutting long inputs into requests that fit them.
+"""The service's per-request limits, cutting long inputs into requests that fit them, and how
+a bulk upsert reports a batch that failed (:class:`UpsertError`).
 
 :class:`ServiceLimits` defaults to the service's own defaults (``service/settings/limits.py``,
 ``service/settings/writes.py``); a server configured otherwise states its limits in its OpenAPI
@@ -11,6 +12,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any, TypeVar
+
+from crisscross_client.errors import CrisscrossError
 
 T = TypeVar("T")
 
@@ -25,7 +28,7 @@ class ServiceLimits:
 
     Attributes:
         max_bulk_searches: searches per ``POST /v1/search/bulk``.
-        max_embed_inputs: texts per ``POST /v1/embed``.
+        max_embed_inputs: texts per ``POST /v1/embed`` (and ``POST /v1/embeddings``).
         max_images_per_request: images per request (searches of a bulk request together, the
             sides of a score request, the images of an embed request).
         max_score_pairs: pairs per ``POST /v1/score``.
@@ -36,7 +39,7 @@ class ServiceLimits:
     """
 
     max_bulk_searches: int = 256
-    max_embed_inputs: int = 256
+    max_embed_inputs: int = 2048
     max_images_per_request: int = 32
     max_score_pairs: int = 1024
     max_write_items: int = 1000
@@ -105,3 +108,35 @@ def cut(
         run_images += item_images
     if run:
         yield run
+
+
+class UpsertError(CrisscrossError):
+    """A batch of an upsert failed: the service acknowledged ``acknowledged`` of ``total``
+    items before it (in other batches, each all or nothing, every acknowledged item durable),
+    and ``pending_ids`` (in input order) are the rest, to send again. Upserts replace by id,
+    so sending all the items again is harmless too.
+
+    It carries the failed batch's ``status``, ``code``, ``message``, ``request_id``, ...;
+    ``error`` (also its ``__cause__``) is that batch's own :class:`CrisscrossError`
+    (``NotFoundError``, ``InvalidInputError``, ...).
+    """
+
+    def __init__(
+        self, error: CrisscrossError, *, acknowledged: int, total: int, pending_ids: list[str]
+    ) -> None:
+        super().__init__(
+            f"upsert stopped after {acknowledged} of {total} items were acknowledged: "
+            f"{error.message}",
+            status=error.status,
+            code=error.code,
+            request_id=error.request_id,
+            retry_after=error.retry_after,
+            method=error.method,
+            url=error.url,
+            param=error.param,
+            error_type=error.error_type,
+        )
+        self.error = error
+        self.acknowledged = acknowledged
+        self.total = total
+        self.pending_ids = pending_ids

@@ -13,16 +13,18 @@ The methods are written once, in :mod:`crisscross_client._methods`; this class o
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 import httpx
 
+from crisscross_client import models as m
 from crisscross_client._calls import Call, Plan
-from crisscross_client._endpoint import Outcome, Steps
+from crisscross_client._endpoint import Flight, Job, Outcome, Steps
 from crisscross_client._methods import ClientMethods
-from crisscross_client._settings import DEFAULT_BASE_URL, ClientSettings
+from crisscross_client._settings import ClientSettings
 from crisscross_client._transport import RetryPolicy
 from crisscross_client.bulk import ServiceLimits
 
@@ -33,9 +35,12 @@ class Client(ClientMethods):
     """A synchronous client of one Crisscross service.
 
     Args:
-        base_url: the service root.
-        api_key: a read, write or admin key, sent as ``Authorization: Bearer <key>``.
-        timeout: seconds per request attempt.
+        base_url: the service root (default: the environment variable ``CRISSCROSS_URL``,
+            else ``http://127.0.0.1:8000``; an empty or malformed one is a ``ValueError``).
+        api_key: a read, write or admin key, sent as ``Authorization: Bearer <key>`` (default:
+            the environment variable ``CRISSCROSS_API_KEY``, if set and not empty).
+        timeout: seconds per request attempt (a method's own ``timeout=`` overrides it for
+            that call; :meth:`with_options` makes a copy with another, sharing the pool).
         max_retries: retries after the first attempt on connection errors, 408, 429, 502,
             503 and 504 (writes that may have been applied only when idempotent).
         retry: the whole retry policy (overrides ``max_retries``).
@@ -53,7 +58,7 @@ class Client(ClientMethods):
 
     def __init__(
         self,
-        base_url: str = DEFAULT_BASE_URL,
+        base_url: str | None = None,
         api_key: str | None = None,
         timeout: float = 30.0,
         max_retries: int = 3,
@@ -86,8 +91,40 @@ class Client(ClientMethods):
         """Close the connection pool."""
         self._http.close()
 
+    def iter_items(
+        self,
+        collection: str,
+        *,
+        filter: m.FilterInput | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        include_vectors: bool | None = None,
+        include_metadata: bool | None = None,
+        variant: str | None = None,
+        timeout: float | None = None,
+    ) -> Iterator[m.ScrolledItem]:
+        """Every item ``filter`` keeps, in row order: :meth:`scroll_items` page after page
+        (``limit`` items each), following each page's cursor until the last."""
+        while True:
+            page = self.scroll_items(
+                collection,
+                filter=filter,
+                limit=limit,
+                cursor=cursor,
+                include_vectors=include_vectors,
+                include_metadata=include_metadata,
+                variant=variant,
+                timeout=timeout,
+            )
+            yield from page.items
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
     def _run(self, plan: Plan[Any, T]) -> T:
         """Send ``plan``'s requests (retried as the policy allows) and return its result."""
+        if plan.parallelism > 1 and len(plan.calls) > 1:
+            return self._run_side_by_side(plan)
         steps = Steps(self._settings, plan)
         step = steps.first()
         while step is not None:
@@ -103,3 +140,28 @@ class Client(ClientMethods):
             return self._http.request(**call.http_arguments())
         except httpx.TransportError as error:
             return error
+
+    def _run_side_by_side(self, plan: Plan[Any, T]) -> T:
+        """Send ``plan``'s calls ``plan.parallelism`` at a time, each in a thread of its own
+        (:class:`~crisscross_client._endpoint.Flight` keeps the books)."""
+        flight = Flight(plan)
+        running: set[Future[Job[Any]]] = set()
+        with ThreadPoolExecutor(flight.parallelism, thread_name_prefix="crisscross") as pool:
+            while True:
+                while len(running) < flight.parallelism and (job := flight.next()) is not None:
+                    running.add(pool.submit(self._run_job, job))
+                if not running:
+                    break
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    flight.finished(future.result(), self._settings)
+        return flight.result()
+
+    def _run_job(self, job: Job[Any]) -> Job[Any]:
+        """Run one call of a flight (in a worker thread)."""
+        try:
+            job.answer = self._run(job.plan)
+        except Exception as error:
+            job.error = error
+        job.info = self._settings.last.get()
+        return job

@@ -1,8 +1,9 @@
 """The client's one exception hierarchy.
 
 Every failure a call can end in is a :class:`CrisscrossError`. An answer with an error status
-becomes the subclass of its status (and, for 503, of its code), carrying the service's error
-body ``{"error": {"code", "message", "request_id"}}``; a request that got no answer (connection
+becomes the subclass of its status (and, for some codes, of its code: 503 ``overloaded``, 409
+``filter_not_applicable``), carrying the service's error body ``{"error": {"code", "message",
+"request_id", "type", "param"}}``; a request that got no answer (connection
 refused, reset, timed out) is a :class:`ConnectionFailedError` (:class:`ClientTimeoutError`
 past the timeout); a 2xx answer the client cannot read is a :class:`BadResponseError`. Each
 class also has a short name (``NotFound`` for ``NotFoundError``, ...).
@@ -109,6 +110,14 @@ class ConflictError(CrisscrossError):
     (``ambiguous_name``, ``collection_exists``, ``dimension_mismatch``, ...)."""
 
 
+class FilterNotApplicableError(ConflictError):
+    """409 ``filter_not_applicable``: the filter does not fit the collection's fields (a field
+    it lacks, an operand of another type than the field's, a range on a field without an
+    order); ``param`` says where in the filter (``filter.field``, ``filter.and.1.eq``). A
+    filter that is wrong whatever is served (a malformed one, a range no value satisfies) is
+    422 :class:`InvalidInputError`."""
+
+
 class RateLimitedError(CrisscrossError):
     """429: too many requests (a proxy in front of the service)."""
 
@@ -143,6 +152,7 @@ NotFound = NotFoundError
 MethodNotAllowed = MethodNotAllowedError
 RequestTimeout = RequestTimeoutError
 Conflict = ConflictError
+FilterNotApplicable = FilterNotApplicableError
 RateLimited = RateLimitedError
 ServiceUnavailable = ServiceUnavailableError
 Overloaded = OverloadedError
@@ -165,16 +175,18 @@ _BY_STATUS: Mapping[int, type[CrisscrossError]] = {
     503: ServiceUnavailableError,
 }
 
-_BY_CODE: Mapping[str, type[CrisscrossError]] = {
-    "overloaded": OverloadedError,
-    "not_ready": NotReadyError,
+_BY_CODE: Mapping[tuple[int, str], type[CrisscrossError]] = {
+    (503, "overloaded"): OverloadedError,
+    (503, "not_ready"): NotReadyError,
+    (409, "filter_not_applicable"): FilterNotApplicableError,
 }
+"""The codes with a class of their own, a subclass of their status's class."""
 
 
 def error_class(status: int, code: str | None) -> type[CrisscrossError]:
     """The exception class of an error answer with ``status`` and error ``code``."""
-    if status == 503 and code is not None and code in _BY_CODE:
-        return _BY_CODE[code]
+    if code is not None and (status, code) in _BY_CODE:
+        return _BY_CODE[(status, code)]
     if status in _BY_STATUS:
         return _BY_STATUS[status]
     if status >= 500:

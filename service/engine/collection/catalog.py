@@ -26,6 +26,7 @@ import numpy as np
 
 from encoders.protocols import ImageEncoderProtocol, TextEncoderProtocol
 from encoders.variant import Tower
+from formats.field_types import with_article
 from service.engine.encode.batcher import Batcher
 from service.engine.rank.exact_scan import ExactScan
 from service.engine.rank.lexical_index import LexicalIndexes
@@ -288,12 +289,14 @@ class Catalog:
                 raise AmbiguousNameError(
                     "several variants are loaded and none is the default: name one in 'variant' "
                     f"({', '.join(sorted(self._variants))})",
+                    param="variant",
                 )
             return self._variants[self._default_variant]
         variant = self._variants.get(name)
         if variant is None:
             raise NotFoundError(
                 f"unknown variant {quoted(name)}; loaded: {', '.join(sorted(self._variants))}",
+                param="variant",
             )
         return variant
 
@@ -307,18 +310,25 @@ class Catalog:
                 return fitting[0]
         return self.resolve_variant(name)
 
-    def collection_named(self, qualified_name: str) -> ServedCollection:
-        """The served collection ``<bundle>:<collection>``; :class:`NotFoundError` for none."""
+    def collection_named(
+        self, qualified_name: str, *, param: str | None = None
+    ) -> ServedCollection:
+        """The served collection ``<bundle>:<collection>``; :class:`NotFoundError` for none
+        (``param`` names the request field that gave the name)."""
         served = self._collections.get(qualified_name)
         if served is None:
             known = ", ".join(c.qualified_name for c in self.collections) or "none"
             raise NotFoundError(
-                f"unknown bundle collection {quoted(qualified_name)}; served: {known}"
+                f"unknown bundle collection {quoted(qualified_name)}; served: {known}",
+                param=param,
             )
         return served
 
-    def collection(self, variant: ServedVariant, name: str) -> ServedCollection:
-        """The collection ``name`` (qualified or bare) embedded by ``variant``.
+    def collection(
+        self, variant: ServedVariant, name: str, *, param: str = "collection"
+    ) -> ServedCollection:
+        """The collection ``name`` (qualified or bare) embedded by ``variant``; ``param`` names
+        the request field that gave the name (the refusals' ``param``).
 
         Raises :class:`NotFoundError` when ``variant`` serves none of that name,
         :class:`VariantMismatchError` when a qualified name is another variant's collection,
@@ -328,7 +338,8 @@ class Catalog:
             if served.variant != variant.name:
                 raise VariantMismatchError(
                     f"collection {quoted(name)} is embedded by variant {served.variant!r}, not "
-                    f"{variant.name!r}: leave 'variant' out or name {served.variant!r}"
+                    f"{variant.name!r}: leave 'variant' out or name {served.variant!r}",
+                    param="variant",
                 )
             return served
         matches = [c for c in self._named(name) if c.variant == variant.name]
@@ -337,9 +348,10 @@ class Catalog:
             raise NotFoundError(
                 f"unknown collection {quoted(name)} for variant {variant.name!r}; "
                 f"served: {', '.join(known)}",
+                param=param,
             )
         if len(matches) > 1:
-            raise _ambiguous(name, matches)
+            raise _ambiguous(name, matches, param)
         return matches[0]
 
     def locate(
@@ -366,13 +378,14 @@ class Catalog:
             raise NotFoundError(
                 f"unknown collection {quoted(name)}; served: "
                 f"{', '.join(c.qualified_name for c in self.collections)}",
+                param="collection",
             )
         fitting = [c for c in candidates if fits(self._variants[c.variant])]
         if len(fitting) > 1:
             preferred = [c for c in fitting if c.variant == self._default_variant]
             fitting = preferred if len(preferred) == 1 else fitting
         if len(fitting) > 1:
-            raise _ambiguous(name, fitting)
+            raise _ambiguous(name, fitting, "collection")
         chosen = fitting[0] if fitting else candidates[0]
         return self._variants[chosen.variant], chosen
 
@@ -389,19 +402,22 @@ class Catalog:
         options = (
             f"variants with one: {', '.join(having)}"
             if having
-            else f"no loaded variant has a {tower} tower"
+            else f"no loaded variant has {with_article(tower)} tower"
         )
         raise TowerMissingError(
             f"{where}: variant {variant.name!r} has no {tower} tower (its towers: "
             f"{', '.join(variant.towers)}); {options}",
+            param=where,
         )
 
-    def row_of(self, served: ServedCollection, item_id: str) -> int:
-        """Row number of ``item_id`` in ``served``; :class:`NotFoundError` if absent."""
+    def row_of(self, served: ServedCollection, item_id: str, *, param: str = "id") -> int:
+        """Row number of ``item_id`` in ``served``; :class:`NotFoundError` if absent (``param``
+        names the request field that gave the id)."""
         row = served.collection.row_of.get(item_id)
         if row is None:
             raise NotFoundError(
                 f"unknown item {quoted(item_id)} in collection {served.name!r}",
+                param=param,
             )
         return row
 
@@ -419,9 +435,10 @@ class Catalog:
                 await batcher.close(max(0.0, deadline - time.perf_counter()))
 
 
-def _ambiguous(name: str, matches: Iterable[ServedCollection]) -> AmbiguousNameError:
+def _ambiguous(name: str, matches: Iterable[ServedCollection], param: str) -> AmbiguousNameError:
     choices = ", ".join(served.described() for served in matches)
     return AmbiguousNameError(
         f"collection {quoted(name)} is ambiguous: several served collections can answer "
-        f"({choices}); name one of them by its qualified name in 'collection', or give 'variant'"
+        f"({choices}); name one of them by its qualified name in 'collection', or give 'variant'",
+        param=param,
     )

@@ -10,10 +10,13 @@ a collection the catalog serves from a bundle, so a search names one or the othe
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formats.field_types import FieldType
 from service.engine.collection.live_view import LiveFields
 from service.engine.collection.write_path import CollectionWriter
 from service.engine.rank.lexical_index import LexicalIndexes
@@ -21,6 +24,8 @@ from service.exceptions import (
     CollectionEmptyError,
     CollectionExistsError,
     CollectionLimitError,
+    FieldMismatchError,
+    InvalidQueryError,
     NotFoundError,
     OverloadedError,
     WriteFailedError,
@@ -31,7 +36,13 @@ from service.metrics import ServiceMetrics
 from service.settings import Settings
 from storage.live import collection as collection_files
 from storage.live.base import ITEMS, BaseError
-from storage.live.collection import SNAPSHOTS_FOLDER, CollectionSpec, LiveCollection, Snapshot
+from storage.live.collection import (
+    SNAPSHOTS_FOLDER,
+    CollectionSpec,
+    CollectionSpecError,
+    LiveCollection,
+    Snapshot,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -229,6 +240,37 @@ class LiveCollections:
 
             return self._add(await asyncio.to_thread(make))
 
+    async def add_fields(
+        self, name: str, fields: Mapping[str, FieldType | None], max_fields: int
+    ) -> LiveEntry:
+        """Declare new ``fields`` in collection ``name``, durably (see
+        :meth:`CollectionWriter.add_fields`), and return its entry, renewed. A field declared
+        already with the same type is left as it is (the request may be repeated). Fields are
+        only ever added: :class:`FieldMismatchError` naming a field declared with another type,
+        or one given null (a removal); :class:`InvalidQueryError` for null on a field not
+        declared, or when the collection would hold more than ``max_fields``;
+        :class:`WriteFailedError` when the spec cannot be written."""
+        entry = self.require(name)
+        async with self._lock:
+            if self._entries.get(name) is not entry:
+                raise NotFoundError(f"unknown live collection {quoted(name)}")
+            declared = entry.collection.spec.fields
+            added = _added_fields(declared, fields)
+            if not added:
+                return entry
+            if len(declared) + len(added) > max_fields:
+                raise InvalidQueryError(
+                    f"fields: collection {quoted(name)} declares {len(declared)} fields and this "
+                    f"adds {len(added)}, more than max_collection_fields={max_fields}"
+                )
+            try:
+                spec = await entry.writer.add_fields(added)
+            except CollectionSpecError as exc:
+                raise InvalidQueryError(f"fields: {exc}") from None
+            renewed = dataclasses.replace(entry, fields=LiveFields.of(name, spec.fields))
+            self._entries[name] = renewed
+            return renewed
+
     async def drop(self, name: str) -> None:
         """Finish the collection's pending writes, close it and delete its folder."""
         entry = self.require(name)
@@ -247,3 +289,34 @@ class LiveCollections:
         for entry in list(self._entries.values()):
             await entry.writer.close()
         self._entries.clear()
+
+
+def _added_fields(
+    declared: Mapping[str, FieldType], asked: Mapping[str, FieldType | None]
+) -> dict[str, FieldType]:
+    """The fields of ``asked`` that ``declared`` lacks; :class:`FieldMismatchError` for one it
+    declares with another type or that ``asked`` removes (null), :class:`InvalidQueryError` for
+    null on one it lacks."""
+    added: dict[str, FieldType] = {}
+    for field_name, kind in asked.items():
+        held = declared.get(field_name)
+        if kind is None and held is not None:
+            raise FieldMismatchError(
+                f"fields.{field_name}: field {quoted(field_name)} is declared ({held}); fields "
+                "are only added, never removed",
+                param=f"fields.{field_name}",
+            )
+        if kind is None:
+            raise InvalidQueryError(
+                f"fields.{field_name}: null declares nothing; give the field's type",
+                param=f"fields.{field_name}",
+            )
+        if held is None:
+            added[field_name] = FieldType(kind)
+        elif held != kind:
+            raise FieldMismatchError(
+                f"fields.{field_name}: field {quoted(field_name)} is declared as {held}, not "
+                f"{kind}; a field's type never changes",
+                param=f"fields.{field_name}",
+            )
+    return added

@@ -175,7 +175,8 @@ class LiveView(SearchedOneByOne):
         if override is not None and (override.nprobe is not None or override.ef_search is not None):
             raise SearchParamNotApplicableError(
                 f"{where}: live collection {quoted(self.name)} is searched exactly; "
-                "nprobe and ef_search do not apply"
+                "nprobe and ef_search do not apply",
+                param=where,
             )
         return DEFAULT_PARAMS
 

@@ -16,16 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from formats.field_types import FieldType
 from service.exceptions import DomainError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from storage.live.base import BaseError
-from storage.live.collection import Compaction, LiveCollection, Snapshot
+from storage.live.collection import CollectionSpec, Compaction, LiveCollection, Snapshot
 from storage.live.log import LogError
 from storage.live.operations import Operation
 from storage.live.segment import SegmentView
@@ -177,6 +178,29 @@ class CollectionWriter:
             collection.name, collection.view().count, collection.rows, collection.log_bytes
         )
         return done
+
+    async def add_fields(self, fields: Mapping[str, FieldType]) -> CollectionSpec:
+        """Declare ``fields`` (new names) between two groups of writes, on the writer's
+        thread (:meth:`storage.live.collection.LiveCollection.add_fields`): durable when this
+        returns, and every write handed over after it may give them values.
+        :class:`WriteFailedError` when the spec cannot be written (nothing changed)."""
+        if self._closed:
+            raise WriteFailedError(
+                f"collection {self.collection.name!r} is closing", self._retry_after_s
+            )
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, self._add_fields, dict(fields))
+
+    def _add_fields(self, fields: dict[str, FieldType]) -> CollectionSpec:
+        """Blocking (the writer's thread)."""
+        try:
+            return self.collection.add_fields(fields)
+        except OSError as error:
+            raise WriteFailedError(
+                f"collection {self.collection.name!r} cannot write its spec ({error}); nothing "
+                "changed",
+                self._retry_after_s,
+            ) from None
 
     async def snapshot(self, root: Path) -> Snapshot:
         """Write the collection as readers see it now as a bundle version under ``root``

@@ -190,9 +190,11 @@ def check_filter_limits(where: str, node: Filter, settings: Settings) -> None:
         raise InvalidQueryError(
             f"{where}: {nodes} conditions, more than "
             f"max_filter_conditions={settings.max_filter_conditions}",
+            param=where,
         )
     if values > settings.max_filter_values:
         raise InvalidQueryError(
             f"{where}: {values} values in 'in' lists, more than "
             f"max_filter_values={settings.max_filter_values}",
+            param=where,
         )

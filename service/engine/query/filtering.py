@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from formats.field_types import INT64_MAX, INT64_MIN, FieldType, timestamp_micros
+from formats.field_types import INT64_MAX, INT64_MIN, FieldType, timestamp_micros, with_article
 from service.engine.query.filter_grammar import (
     AllOf,
     AnyOf,
@@ -94,7 +94,8 @@ def _column(node: FieldTest, collection: Filterable, where: str) -> Column:
         fields = ", ".join(sorted(collection.columns)) or "none"
         raise FilterNotApplicableError(
             f"{where}.field: unknown field {quoted(node.field)} in collection "
-            f"{collection.name!r} (its fields: {fields})"
+            f"{collection.name!r} (its fields: {fields})",
+            param=f"{where}.field",
         )
     return column
 
@@ -113,15 +114,17 @@ def _bounds(node: FieldTest, column: Column, where: str) -> tuple[float | None, 
     assert node.range is not None
     if not column.orderable:
         raise FilterNotApplicableError(
-            f"{where}.range: field {column.name!r} is a {column.type}, which has no order; "
-            "ranges apply to integer, float and timestamp fields"
+            f"{where}.range: field {column.name!r} is {with_article(column.type)}, which has no "
+            "order; ranges apply to integer, float and timestamp fields",
+            param=f"{where}.range",
         )
     low = _bound(node.range.low, column, f"{where}.range")
     high = _bound(node.range.high, column, f"{where}.range")
     closed = node.range.gte is not None and node.range.lte is not None
     if low is not None and high is not None and (low > high or (low == high and not closed)):
         raise InvalidQueryError(
-            f"{where}.range: no value of field {column.name!r} can be within these bounds"
+            f"{where}.range: no value of field {column.name!r} can be within these bounds",
+            param=f"{where}.range",
         )
     return low, high
 
@@ -152,10 +155,14 @@ def _operand(value: Operand, column: Column, where: str) -> Scalar:
             return timestamp_micros(value)
         except ValueError:
             raise FilterNotApplicableError(
-                f"{where}: {quoted(value)} is not an ISO 8601 timestamp (e.g. 2024-05-01T12:00:00Z)"
+                f"{where}: {quoted(value)} is not an ISO 8601 timestamp "
+                "(e.g. 2024-05-01T12:00:00Z)",
+                param=where,
             ) from None
     raise FilterNotApplicableError(
-        f"{where}: {quoted(str(value))} does not fit field {column.name!r}, a {kind} field"
+        f"{where}: {quoted(str(value))} does not fit field {column.name!r}, "
+        f"{with_article(kind)} field",
+        param=where,
     )
 
 
@@ -168,7 +175,9 @@ def _bound(value: Bound | None, column: Column, where: str) -> float | None:
         return micros
     if isinstance(value, str):
         raise FilterNotApplicableError(
-            f"{where}: {quoted(value)} does not fit field {column.name!r}, a {column.type} field"
+            f"{where}: {quoted(value)} does not fit field {column.name!r}, "
+            f"{with_article(column.type)} field",
+            param=where,
         )
     return _finite_number(value, where)
 
@@ -179,7 +188,7 @@ def _finite_number(value: int | float, where: str) -> float:
     try:
         number = float(value)
     except OverflowError:
-        raise InvalidQueryError(f"{where}: the number is too large") from None
+        raise InvalidQueryError(f"{where}: the number is too large", param=where) from None
     if not math.isfinite(number):
-        raise InvalidQueryError(f"{where}: must be a finite number")
+        raise InvalidQueryError(f"{where}: must be a finite number", param=where)
     return number

@@ -62,6 +62,7 @@ def check_base64_length(where: str, text: str, settings: Settings) -> None:
             "too_many_bytes",
             f"{where}: {len(text)} base64 characters, more than the {limit} that "
             f"max_image_bytes={settings.max_image_bytes} allows",
+            param=where,
         )
 
 
@@ -75,6 +76,7 @@ def decode_base64(where: str, text: str) -> bytes:
         raise ImageRefusedError(
             "invalid_base64",
             f"{where}: send the base64 of the file bytes, not a data: URL",
+            param=where,
         )
     try:
         return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
@@ -84,6 +86,7 @@ def decode_base64(where: str, text: str) -> bytes:
             "invalid_base64",
             f"{where}: not valid base64 ({reason}); use the standard alphabet with padding and "
             "no whitespace",
+            param=where,
         ) from None
 
 
@@ -104,7 +107,7 @@ def decode_payload(where: str, data: bytes, limits: ImageLimits) -> Image:
     try:
         return decode_image(data, limits)
     except ImageDecodeError as error:
-        raise ImageRefusedError(error.reason, f"{where}: {error.message}") from error
+        raise ImageRefusedError(error.reason, f"{where}: {error.message}", param=where) from error
 
 
 def refuse_oversized_file(where: str, size: int, settings: Settings) -> None:
@@ -115,4 +118,5 @@ def refuse_oversized_file(where: str, size: int, settings: Settings) -> None:
             "too_many_bytes",
             f"{where}: image file is {size} bytes; the limit is "
             f"max_image_bytes={settings.max_image_bytes}",
+            param=where,
         )

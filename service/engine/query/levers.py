@@ -90,7 +90,8 @@ class Levers:
         if self.window < offset + k:
             raise InvalidQueryError(
                 f"{self.where}window: {self.window} candidates cannot hold ranks up to "
-                f"offset + k = {offset + k}; ask for a window of at least {offset + k}"
+                f"offset + k = {offset + k}; ask for a window of at least {offset + k}",
+                param=f"{self.where}window",
             )
         return self.window
 
@@ -101,12 +102,14 @@ class Levers:
         if text is None:
             raise InvalidQueryError(
                 f"{self.where}lexical.text: a {self.mode} search of an image, an item or a "
-                "vector needs keywords: send lexical.text"
+                "vector needs keywords: send lexical.text",
+                param=f"{self.where}lexical.text",
             )
         terms = query_terms(text)
         if not terms:
             raise InvalidQueryError(
-                f"{self.where}lexical.text: {text!r} holds no word to search for"
+                f"{self.where}lexical.text: {text!r} holds no word to search for",
+                param=f"{self.where}lexical.text",
             )
         return terms
 
@@ -125,12 +128,14 @@ def text_field(
         if kind is None:
             raise LeverNotApplicableError(
                 f"{where}lexical.field: the collection has no field {quoted(asked)}; its "
-                f"fields: {', '.join(sorted(fields)) or 'none'}"
+                f"fields: {', '.join(sorted(fields)) or 'none'}",
+                param=f"{where}lexical.field",
             )
         if kind not in _TEXT_TYPES:
             raise LeverNotApplicableError(
                 f"{where}lexical.field: {quoted(asked)} is of type {kind}; keywords search "
-                "string or list[string] fields"
+                "string or list[string] fields",
+                param=f"{where}lexical.field",
             )
         return asked
     if live:
@@ -140,7 +145,8 @@ def text_field(
             return name
     raise LeverNotApplicableError(
         f"{where}lexical.field: the collection has no text or captions field to search by "
-        "keyword; name a string or list[string] field"
+        "keyword; name a string or list[string] field",
+        param=f"{where}lexical.field",
     )
 
 

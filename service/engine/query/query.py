@@ -39,10 +39,12 @@ class ImageSide:
 
 @dataclass(frozen=True)
 class ItemSide:
-    """A stored item: its bundle vector, from either collection of the variant."""
+    """A stored item: its bundle vector, from either collection of the variant; ``where``
+    names it in errors (``pairs.0.left.item``)."""
 
     collection: str
     item_id: str
+    where: str = "query.item"
 
 
 @dataclass(frozen=True)
@@ -123,14 +125,17 @@ def normalised_query_vector(values: Sequence[float], dim: int, where: str) -> np
     """
     if len(values) != dim:
         raise InvalidQueryError(
-            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}"
+            f"{where}: {len(values)} numbers, but the variant's embeddings have dimension {dim}",
+            param=where,
         )
     vector = np.asarray(values, dtype=np.float64)
     scale = float(np.abs(vector).max(initial=0.0))
     if not np.isfinite(scale):
-        raise InvalidQueryError(f"{where}: every number must be finite")
+        raise InvalidQueryError(f"{where}: every number must be finite", param=where)
     if scale == 0.0:
-        raise InvalidQueryError(f"{where}: the vector has zero norm; it has no direction")
+        raise InvalidQueryError(
+            f"{where}: the vector has zero norm; it has no direction", param=where
+        )
     scaled = vector / scale
     unit: np.ndarray = (scaled / np.linalg.norm(scaled)).astype(np.float32)
     return unit

@@ -205,19 +205,22 @@ def resolve_facts(
         if facts.nlist is None:
             raise SearchParamNotApplicableError(
                 f"{where}.nprobe: the collection's index is {kind} ({factory}); "
-                "nprobe applies to IVF indexes only"
+                "nprobe applies to IVF indexes only",
+                param=f"{where}.nprobe",
             )
         if override.nprobe > facts.nlist:
             raise SearchParamNotApplicableError(
                 f"{where}.nprobe: {override.nprobe} is more than the index's nlist="
-                f"{facts.nlist} (its number of inverted lists); at most {facts.nlist}"
+                f"{facts.nlist} (its number of inverted lists); at most {facts.nlist}",
+                param=f"{where}.nprobe",
             )
         nprobe = override.nprobe
     if override.ef_search is not None:
         if not facts.hnsw:
             raise SearchParamNotApplicableError(
                 f"{where}.ef_search: the collection's index is {kind} ({factory}); "
-                "ef_search applies to HNSW indexes only"
+                "ef_search applies to HNSW indexes only",
+                param=f"{where}.ef_search",
             )
         ef_search = override.ef_search
     overridden = (nprobe, ef_search) != (defaults.nprobe, defaults.ef_search)

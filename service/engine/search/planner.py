@@ -140,11 +140,17 @@ def plan_search(
     elif levers.rerank is not None and levers.rerank.by == "variant":
         raise LeverNotApplicableError(
             f"{levers.where}rerank: live collection {quoted(view.name)} is embedded by one "
-            "variant only; re-rank it by its exact vectors (by: exact)"
+            "variant only; re-rank it by its exact vectors (by: exact)",
+            param=f"{levers.where}rerank",
         )
     if plan.wants_vector and entry is not None:
         plan = replace(plan, space=_live_space(catalog, entry, query.side, query.side_where))
     return plan
+
+
+def _field(query: SearchQuery, name: str) -> str:
+    """Where the search's own field ``name`` is in the request (``searches.3.variant``)."""
+    return f"{query.where}.{name}" if query.where else name
 
 
 def checked_plan(
@@ -192,19 +198,22 @@ def _sharded_plan(
     if query.variant is not None and query.variant != shards.variant:
         raise VariantMismatchError(
             f"variant: sharded collection {quoted(shards.name)} was embedded by variant "
-            f"{shards.variant!r}, not {query.variant!r}: leave 'variant' out"
+            f"{shards.variant!r}, not {query.variant!r}: leave 'variant' out",
+            param=_field(query, "variant"),
         )
     levers = query.levers
     if levers.rerank is not None and levers.rerank.by == "variant":
         raise LeverNotApplicableError(
             f"{levers.where}rerank: sharded collection {quoted(shards.name)} holds one "
-            "variant's vectors; re-rank it by its exact vectors (by: exact)"
+            "variant's vectors; re-rank it by its exact vectors (by: exact)",
+            param=f"{levers.where}rerank",
         )
     side = query.side
     if isinstance(side, ItemSide) and sharded.get(side.collection) is not shards:
         raise NotFoundError(
             f"{query.side_where}: a search of sharded collection {quoted(shards.name)} takes "
-            f"items of that collection, not of {quoted(side.collection)}"
+            f"items of that collection, not of {quoted(side.collection)}",
+            param=f"{query.side_where}.collection",
         )
     tower = tower_of(query.side)
     variant = (
@@ -227,7 +236,8 @@ def sharded_variant(
     if variant is None:
         raise TowerMissingError(
             f"{where}: sharded collection {quoted(shards.name)} is served without its variant "
-            f"{shards.variant!r}: send a vector or an item"
+            f"{shards.variant!r}: send a vector or an item",
+            param=where,
         )
     catalog.require_tower(variant, tower, where)
     return variant
@@ -242,7 +252,8 @@ def _live_target(entry: LiveEntry, query: SearchQuery) -> tuple[LiveView, Vector
         embedded = f"variant {spec.variant!r}" if spec.variant else "client vectors"
         raise VariantMismatchError(
             f"variant: live collection {quoted(spec.name)} holds {embedded}, not "
-            f"{query.variant!r}: leave 'variant' out"
+            f"{query.variant!r}: leave 'variant' out",
+            param=_field(query, "variant"),
         )
     view = LiveView(collection.view(), spec.name, entry.fields, entry.lexical)
     return view, VectorSpace(None, spec.dim, spec.name), spec.name
@@ -265,13 +276,15 @@ def live_variant(catalog: Catalog, entry: LiveEntry, tower: Tower, where: str) -
     if spec.variant is None:
         raise TowerMissingError(
             f"{where}: live collection {quoted(spec.name)} holds client vectors (no variant "
-            "embeds it): send a vector or an item"
+            "embeds it): send a vector or an item",
+            param=where,
         )
     variant = catalog.variant_named(spec.variant)
     if variant is None:
         raise NotFoundError(
             f"{where}: the variant {spec.variant!r} of live collection {quoted(spec.name)} is "
-            "not served"
+            "not served",
+            param=where,
         )
     catalog.require_tower(variant, tower, where)
     return variant
@@ -331,11 +344,12 @@ def _rerank_target(
     where = f"{levers.where}rerank.variant"
     other = catalog.variant_named(rerank.variant)
     if other is None:
-        raise NotFoundError(f"{where}: unknown variant {quoted(rerank.variant)}")
+        raise NotFoundError(f"{where}: unknown variant {quoted(rerank.variant)}", param=where)
     if isinstance(side, VectorSide):
         raise LeverNotApplicableError(
             f"{where}: a client's vector is in the first variant's space only; re-rank "
-            "by another variant takes a text, an image or an item"
+            "by another variant takes a text, an image or an item",
+            param=where,
         )
     tower = tower_of(side)
     if tower is not None:
@@ -345,6 +359,7 @@ def _rerank_target(
     except DomainError as error:
         raise LeverNotApplicableError(
             f"{where}: variant {quoted(other.name)} serves no collection "
-            f"{quoted(served.name)} to re-rank by ({error})"
+            f"{quoted(served.name)} to re-rank by ({error})",
+            param=where,
         ) from error
     return VectorSpace(other, other.dim), BundleView(other_served, faiss_threads)

@@ -118,7 +118,8 @@ class SideVectors:
                     else "the variant's embeddings have"
                 )
                 raise DimensionMismatchError(
-                    f"{side.where}: {len(side.values)} numbers, but {owner} dimension {space.dim}"
+                    f"{side.where}: {len(side.values)} numbers, but {owner} dimension {space.dim}",
+                    param=side.where,
                 )
             return normalised_query_vector(side.values, space.dim, side.where)
         assert isinstance(side, ItemSide)
@@ -126,7 +127,8 @@ class SideVectors:
             raise NotFoundError(
                 f"{where}: a search of live collection "
                 f"{quoted(space.live)} takes items of that collection, not of "
-                f"{quoted(side.collection)}"
+                f"{quoted(side.collection)}",
+                param=f"{side.where}.collection",
             )
         entry = None if self.live is None else self.live.get(side.collection)
         if entry is not None and (
@@ -138,16 +140,20 @@ class SideVectors:
             if row is None:
                 raise NotFoundError(
                     f"unknown item {quoted(side.item_id)} in collection "
-                    f"{quoted(entry.collection.name)}"
+                    f"{quoted(entry.collection.name)}",
+                    param=f"{side.where}.id",
                 )
             if versions is not None:
                 versions.add(f"live@{view.seq}")
             return view.vector(row)
         assert space.variant is not None
-        served = catalog.collection(space.variant, side.collection)
+        served = catalog.collection(
+            space.variant, side.collection, param=f"{side.where}.collection"
+        )
         if versions is not None:
             versions.add(served.bundle_version)
-        return catalog.stored_vector(served, catalog.row_of(served, side.item_id))
+        row = catalog.row_of(served, side.item_id, param=f"{side.where}.id")
+        return catalog.stored_vector(served, row)
 
     # -- embedding --------------------------------------------------------------------------
 
@@ -299,7 +305,8 @@ def stored_vector(view: CollectionView, side: ItemSide, where: str) -> np.ndarra
     row = view.row_of(side.item_id)
     if row is None:
         raise NotFoundError(
-            f"unknown item {quoted(side.item_id)} in collection {quoted(view.name)}"
+            f"unknown item {quoted(side.item_id)} in collection {quoted(view.name)}",
+            param=f"{side.where}.id",
         )
     vector: np.ndarray = view.vectors_of(np.array([row], dtype=np.int64))[0]
     return vector

@@ -79,7 +79,7 @@ def _base_of(
         source = new.from_snapshot
         return live.snapshot_path(source.collection, source.version), ITEMS
     if new.from_bundle is not None:
-        served = catalog.collection_named(new.from_bundle)
+        served = catalog.collection_named(new.from_bundle, param="from_bundle")
         return settings.bundles_root / served.bundle / served.bundle_version, served.name
     return None, ITEMS
 
@@ -125,7 +125,8 @@ async def create_live_collection(
     if len(new.fields) > settings.max_collection_fields:
         raise InvalidQueryError(
             f"fields: {len(new.fields)} fields, more than "
-            f"max_collection_fields={settings.max_collection_fields}"
+            f"max_collection_fields={settings.max_collection_fields}",
+            param="fields",
         )
     try:
         spec = CollectionSpec(

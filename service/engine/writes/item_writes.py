@@ -68,14 +68,15 @@ def coerced_metadata(
             declared = ", ".join(sorted(fields)) or "none"
             raise FieldMismatchError(
                 f"{where}.{name}: the collection declares no field {quoted(name)} (its fields: "
-                f"{declared})"
+                f"{declared})",
+                param=f"{where}.{name}",
             )
         if value is None:
             continue
         try:
             stored[name] = coerce_value(value, kind)
         except FieldValueError as exc:
-            raise FieldMismatchError(f"{where}.{name}: {exc}") from None
+            raise FieldMismatchError(f"{where}.{name}: {exc}", param=f"{where}.{name}") from None
     return stored
 
 
@@ -96,13 +97,15 @@ async def upsert_of(
         if first != position:
             raise InvalidQueryError(
                 f"{item.where}.id: {quoted(item.item_id)} is also items.{first}'s id; an upsert "
-                "names each id once"
+                "names each id once",
+                param=f"{item.where}.id",
             )
         metadata.append(coerced_metadata(spec.fields, item.metadata, f"{item.where}.metadata"))
         if item.vector is not None and len(item.vector) != spec.dim:
             raise DimensionMismatchError(
                 f"{item.where}.vector: {len(item.vector)} numbers, but collection "
-                f"{quoted(spec.name)} has dimension {spec.dim}"
+                f"{quoted(spec.name)} has dimension {spec.dim}",
+                param=f"{item.where}.vector",
             )
         if item.vector_base64 is not None:
             given_rows[position] = _decoded_vector(item, spec.dim, spec.name)
@@ -114,7 +117,10 @@ async def upsert_of(
         rows = await searcher.embed_texts(context, variant, [item.text or "" for _, item in texts])
         for (position, item), row in zip(texts, rows, strict=True):
             if not np.isfinite(row).all():
-                raise InvalidQueryError(f"{item.where}.text: the text has no finite embedding")
+                raise InvalidQueryError(
+                    f"{item.where}.text: the text has no finite embedding",
+                    param=f"{item.where}.text",
+                )
             vectors[position] = row
     if images:
         variant = live_variant(catalog, entry, "image", f"{images[0][1].where}.image")
@@ -147,15 +153,16 @@ def _decoded_vector(item: NewItem, dim: int, name: str) -> np.ndarray:
     try:
         raw = base64.b64decode(item.vector_base64 or "", validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidQueryError(f"{where}: not standard, padded base64") from None
+        raise InvalidQueryError(f"{where}: not standard, padded base64", param=where) from None
     if len(raw) != dim * 4:
         raise DimensionMismatchError(
             f"{where}: {len(raw)} bytes, but collection {quoted(name)} takes {dim} float32 "
-            f"numbers ({dim * 4} bytes)"
+            f"numbers ({dim * 4} bytes)",
+            param=where,
         )
     vector = np.frombuffer(raw, dtype="<f4").astype(np.float64)
     if not np.isfinite(vector).all():
-        raise InvalidQueryError(f"{where}: every number must be finite")
+        raise InvalidQueryError(f"{where}: every number must be finite", param=where)
     return vector
 
 
@@ -168,7 +175,9 @@ def _unit_rows(rows: Sequence[np.ndarray], wheres: Sequence[str]) -> np.ndarray:
     zero = np.flatnonzero(scale == 0.0)
     if len(zero):
         where = wheres[int(zero[0])]
-        raise InvalidQueryError(f"{where}: the vector has zero norm; it has no direction")
+        raise InvalidQueryError(
+            f"{where}: the vector has zero norm; it has no direction", param=where
+        )
     scaled = matrix / scale[:, None]
     unit: np.ndarray = (scaled / np.linalg.norm(scaled, axis=1, keepdims=True)).astype(np.float32)
     return unit

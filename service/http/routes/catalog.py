@@ -52,7 +52,9 @@ async def item(
         view = live.collection.view()
         found = view.row_of(id)
         if found is None:
-            raise NotFoundError(f"unknown item {quoted(id)} in collection {quoted(collection)}")
+            raise NotFoundError(
+                f"unknown item {quoted(id)} in collection {quoted(collection)}", param="id"
+            )
         return ItemResponse(
             collection=collection, id=id, row=found, metadata=dict(view.metadata(found))
         )

@@ -1,19 +1,24 @@
-"""Live collections: ``POST /v1/collections`` (create), ``GET`` and ``DELETE
-/v1/collections/{name}``, and the writes and reads of their items — upsert, delete by ids or
-by filter, get, metadata patch. A write answered 200 is fsynced to the collection's log and
-seen by every search after it (:mod:`service.engine.collection.write_path`)."""
+"""Live collections: ``POST /v1/collections`` (create), ``GET``, ``PATCH`` (add fields) and
+``DELETE /v1/collections/{name}``, and the writes and reads of their items — upsert, delete by
+ids or by filter, get, metadata patch. A write answered 200 is fsynced to the collection's log
+and seen by every search after it (:mod:`service.engine.collection.write_path`). Scroll and count
+(``items/scroll``, ``items/count``) read any collection a search can name — live, sharded or a
+bundle's (:mod:`service.engine.search.scroll`)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from fastapi import APIRouter, Depends, Response
+from starlette.concurrency import run_in_threadpool
 
 from service.engine.collection.live_collections import LiveCollections
+from service.engine.search import scroll as scrolling
 from service.engine.writes.collection_creation import (
     NewCollection,
     SnapshotSource,
     create_live_collection,
+    served_names,
 )
 from service.engine.writes.item_writes import (
     NewItem,
@@ -22,7 +27,9 @@ from service.engine.writes.item_writes import (
     patch_plan,
     upsert_of,
 )
+from service.exceptions import WritesUnavailableError, quoted
 from service.http.dependencies import (
+    AnyCollectionName,
     CatalogDep,
     CollectionName,
     ContextDep,
@@ -33,7 +40,10 @@ from service.http.dependencies import (
 from service.http.routes import AUTH_ERRORS, error_responses
 from service.http.routes.json_route import JsonRoute
 from service.http.schemas.collections import (
+    AddFieldsRequest,
     CompactResponse,
+    CountRequest,
+    CountResponse,
     CreateCollectionRequest,
     DeleteRequest,
     DeleteResponse,
@@ -43,6 +53,9 @@ from service.http.schemas.collections import (
     LiveCollectionInfo,
     PatchRequest,
     PatchResponse,
+    ScrolledItem,
+    ScrollRequest,
+    ScrollResponse,
     SnapshotResponse,
     StoredItem,
     UpsertRequest,
@@ -122,6 +135,34 @@ async def create_collection(
 async def collection_info(name: CollectionName, state: StateDep) -> LiveCollectionInfo:
     """The collection's dimension, variant, fields, item ``count`` and last sequence number."""
     return LiveCollectionInfo.of(_live(state).require(name))
+
+
+@router.patch(
+    "/v1/collections/{name}",
+    response_model=LiveCollectionInfo,
+    responses=WRITE_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Add fields to a live collection",
+)
+async def add_fields(
+    body: AddFieldsRequest, name: CollectionName, state: StateDep
+) -> LiveCollectionInfo:
+    """Declare new typed metadata ``fields``, durably (the spec is replaced atomically and
+    fsynced before the answer; it survives a crash and a restart). Items written before hold no
+    value of them (``{"field": ..., "exists": false}`` keeps them); items written after the
+    answer may set them, and filters on them work before and after a compaction. Fields are
+    only added: one declared with another type, or given null, is 409 field_mismatch naming
+    it; one declared with the same type is left as it is. A bundle collection takes no fields
+    (409 writes_unavailable). Needs a write key when keys are configured."""
+    live = _live(state)
+    catalog = state.catalog
+    if live.get(name) is None and catalog is not None and name in served_names(catalog):
+        raise WritesUnavailableError(
+            f"{quoted(name)} is a bundle collection: a bundle takes no writes and no new "
+            "fields; create a live collection from it (from_bundle) to change it"
+        )
+    entry = await live.add_fields(name, dict(body.fields), state.settings.max_collection_fields)
+    return LiveCollectionInfo.of(entry)
 
 
 @plain_router.delete(
@@ -222,6 +263,96 @@ async def get_items(body: GetRequest, name: CollectionName, state: StateDep) -> 
             )
         )
     return GetResponse(items=items, seq=view.seq)
+
+
+_READ_ERRORS = error_responses(
+    *AUTH_ERRORS,
+    404,
+    409,
+    413,
+    415,
+    422,
+    503,
+    descriptions={
+        422: "Invalid input: the request breaks the schema or a limit the document states "
+        "(limit over max_scroll_limit, a filter over its size), or a cursor that is not one, "
+        "is another collection's or that the collection can no longer follow (param "
+        "'cursor'; start again without it) (invalid_input).",
+        503: "Not ready, or shards of a sharded collection that did not answer "
+        "(shards_unavailable); with Retry-After.",
+    },
+)
+
+
+@router.post(
+    "/v1/collections/{name}/items/scroll",
+    response_model=ScrollResponse,
+    responses=_READ_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Page through a collection's items, by filter",
+)
+async def scroll_items(
+    body: ScrollRequest, name: AnyCollectionName, state: StateDep, catalog: CatalogDep
+) -> ScrollResponse:
+    """The items the ``filter`` keeps, in row order (write order), ``limit`` at a time; each
+    page's ``next_cursor`` (null on the last page) gives the next. Any collection a search can
+    name: live, sharded or a bundle's (``variant`` picks among variants serving a bundle
+    name). On a live collection the cursor stays good while it is written: items written
+    later come on later pages, items deleted before the scroll reaches them do not, and an
+    item replaced after the scroll passed it comes again at its new place; across a
+    compaction the scroll goes on at the first item after the cursor that survived it. A
+    cursor that cannot be followed (a bundle reloaded to another version, a live collection
+    compacted many times or compacted and restarted) is 422 with param 'cursor'. Any key."""
+    target = scrolling.scroll_target(
+        catalog, state.searcher.live, state.searcher.sharded, name, body.variant
+    )
+    scrolling.check_items_filter(target, body.filter)
+    page = await run_in_threadpool(
+        scrolling.scroll,
+        target,
+        body.filter,
+        body.limit,
+        body.cursor,
+        include_metadata=body.include_metadata,
+        include_vectors=body.include_vectors,
+        retry_after_s=state.settings.overload_retry_after_s,
+    )
+    return ScrollResponse(
+        items=[
+            ScrolledItem(
+                id=item.item_id,
+                metadata=None if item.metadata is None else dict(item.metadata),
+                vector=None if item.vector is None else item.vector.tolist(),
+            )
+            for item in page.items
+        ],
+        next_cursor=page.next_cursor,
+    )
+
+
+@router.post(
+    "/v1/collections/{name}/items/count",
+    response_model=CountResponse,
+    responses=_READ_ERRORS,
+    dependencies=[Depends(require_json)],
+    summary="Count a collection's items, by filter",
+)
+async def count_items(
+    body: CountRequest, name: AnyCollectionName, state: StateDep, catalog: CatalogDep
+) -> CountResponse:
+    """How many items the ``filter`` keeps (every item without one): what a search with that
+    filter could return at most. Any collection a search can name. Any key."""
+    target = scrolling.scroll_target(
+        catalog, state.searcher.live, state.searcher.sharded, name, body.variant
+    )
+    scrolling.check_items_filter(target, body.filter)
+    kept = await run_in_threadpool(
+        scrolling.count,
+        target,
+        body.filter,
+        retry_after_s=state.settings.overload_retry_after_s,
+    )
+    return CountResponse(count=kept)
 
 
 @router.patch(

@@ -36,6 +36,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from service.http.dependencies import (
+    AnyCollectionName,
     CatalogDep,
     CollectionName,
     ContextDep,
@@ -57,6 +58,7 @@ _RESOLVERS: dict[object, Resolver] = {
     CatalogDep: lambda _request, state: ready_catalog_of(state),
     ContextDep: lambda request, _state: request_context_of(request.scope),
     CollectionName: lambda request, _state: str(request.path_params["name"]),
+    AnyCollectionName: lambda request, _state: str(request.path_params["name"]),
     ItemIdParam: lambda request, _state: str(request.path_params["id"]),
 }
 # FastAPI's error for a missing body, kept word for word.

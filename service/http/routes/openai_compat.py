@@ -29,6 +29,7 @@ from service.http.schemas.openai_compat import (
     Model,
     ModelList,
 )
+from service.settings import Settings
 
 router = APIRouter(tags=["openai"], route_class=JsonRoute)
 models_router = APIRouter(tags=["openai"])
@@ -76,10 +77,11 @@ async def embeddings(
     responses=error_responses(*AUTH_ERRORS, 503),
     summary="The served variants, in OpenAI's models shape",
 )
-async def models(catalog: CatalogDep) -> ModelList:
+async def models(catalog: CatalogDep, state: StateDep) -> ModelList:
     """Every served variant as an OpenAI model (``client.models.list()``): its name is the
-    ``model`` of ``/v1/embeddings``."""
-    return ModelList(data=[_model_of(variant) for variant in catalog.variants])
+    ``model`` of ``/v1/embeddings``; ``max_inputs`` / ``max_image_inputs`` say how many inputs
+    one request may hold."""
+    return ModelList(data=[_model_of(variant, state.settings) for variant in catalog.variants])
 
 
 def _variant_named(catalog: Catalog, name: str) -> ServedVariant:
@@ -88,7 +90,9 @@ def _variant_named(catalog: Catalog, name: str) -> ServedVariant:
     if variant is None:
         served = ", ".join(sorted(served.name for served in catalog.variants))
         raise ServiceError(
-            ErrorCode.NOT_FOUND, f"model {name!r} is not served; served models: {served}"
+            ErrorCode.NOT_FOUND,
+            f"model {name!r} is not served; served models: {served}",
+            param="model",
         )
     return variant
 
@@ -105,6 +109,7 @@ def _cut_of(variant: ServedVariant, dimensions: int | None) -> int | None:
         ErrorCode.INVALID_INPUT,
         f"dimensions: {dimensions} is not a cut model {variant.name!r} was trained for; "
         f"it takes {', '.join(str(n) for n in allowed)}",
+        param="dimensions",
     )
 
 
@@ -129,7 +134,7 @@ def _encoded(
     return values
 
 
-def _model_of(variant: ServedVariant) -> Model:
+def _model_of(variant: ServedVariant, settings: Settings) -> Model:
     return Model(
         id=variant.name,
         created=variant.created,
@@ -137,4 +142,6 @@ def _model_of(variant: ServedVariant) -> Model:
         towers=list(variant.towers),
         matryoshka_dims=sorted(variant.matryoshka_dims),
         max_tokens=variant.max_tokens,
+        max_inputs=settings.max_embed_inputs if "text" in variant.towers else None,
+        max_image_inputs=settings.max_images_per_request if "image" in variant.towers else None,
     )

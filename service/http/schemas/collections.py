@@ -333,3 +333,103 @@ class SnapshotResponse(BaseModel):
     count: int
     version: str
     seconds: float
+
+
+class AddFieldsRequest(StrictRequest):
+    """``PATCH /v1/collections/{name}``: declare new typed metadata fields. Fields are only
+    added: a field declared with the same type is left as it is (the request may be repeated),
+    one declared with another type, or given null (a removal), is 409 field_mismatch."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"fields": {"year": "integer"}}]})
+
+    fields: dict[FieldName, FieldType | None] = Field(
+        min_length=1,
+        description="New fields: name (as in create) → string, integer, float, boolean, "
+        "timestamp or list[string]. Items written before hold no value of them (a filter "
+        "'exists': false keeps them); items written after may set them.",
+        json_schema_extra={
+            "propertyNames": {"pattern": FIELD_NAME_PATTERN.pattern, "not": {"const": "id"}}
+        },
+    )
+
+    @model_validator(mode="after")
+    def _field_names(self) -> AddFieldsRequest:
+        for name in self.fields:
+            if (problem := field_name_problem(name)) is not None:
+                raise ValueError(problem)
+        return self
+
+
+class ScrollRequest(StrictRequest):
+    """``POST /v1/collections/{name}/items/scroll``: the items a filter keeps, in row order
+    (write order), ``limit`` at a time; pass each page's ``next_cursor`` to get the next."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"limit": 100},
+                {"filter": {"field": "image_id", "eq": 1}, "limit": 2, "include_vectors": True},
+            ]
+        }
+    )
+
+    filter: Filter | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Keep only the items this filter keeps (the grammar of /v1/search).",
+    )
+    limit: int = Field(default=100, ge=1, description="Items per page, 1..max_scroll_limit.")
+    cursor: Annotated[str, Field(min_length=1, max_length=4096)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The previous page's next_cursor (opaque); leave it out for the first "
+        "page. One that is not a cursor, or of another collection, or that the collection "
+        "cannot follow any more (a bundle reloaded, a live collection compacted many times), "
+        "is 422 invalid_input with param 'cursor': start again without it.",
+    )
+    include_vectors: bool = Field(default=False, description="Return each item's vector too.")
+    include_metadata: bool = Field(default=True, description="Return each item's metadata.")
+    variant: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="For a bundle collection name several variants serve: the one to read "
+        "(default: the default variant's). A live or sharded collection's own, or left out.",
+    )
+
+
+class ScrolledItem(BaseModel):
+    """One item of a scroll: its id, its metadata and its stored vector (each null when not
+    asked for)."""
+
+    id: str
+    metadata: dict[str, Any] | None = None
+    vector: list[float] | None = None
+
+
+class ScrollResponse(BaseModel):
+    """One page of items in row order, and the cursor of the next page (null: this page
+    reaches the last item the filter keeps)."""
+
+    items: list[ScrolledItem]
+    next_cursor: str | None
+
+
+class CountRequest(StrictRequest):
+    """``POST /v1/collections/{name}/items/count``: how many items a filter keeps."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{}, {"filter": {"field": "image_id", "eq": 1}}]}
+    )
+
+    filter: Filter | SkipJsonSchema[None] = Field(
+        default=None,
+        description="Count only the items this filter keeps (the grammar of /v1/search); "
+        "left out: every item.",
+    )
+    variant: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="For a bundle collection name several variants serve: the one to read.",
+    )
+
+
+class CountResponse(BaseModel):
+    """How many items the filter keeps: what a search with that filter could return at most."""
+
+    count: int

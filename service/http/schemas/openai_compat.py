@@ -152,6 +152,17 @@ class Model(BaseModel):
         description="Dimensions below dim the variant may be cut to with 'dimensions'."
     )
     max_tokens: int | None = Field(description="The text tower's truncation length in tokens.")
+    max_inputs: int | None = Field(
+        default=None,
+        description="Most texts one /v1/embeddings request may hold for this model "
+        "(max_embed_inputs; OpenAI's own limit is 2048); null without a text tower. The body "
+        "must also fit max_body_bytes.",
+    )
+    max_image_inputs: int | None = Field(
+        default=None,
+        description="Most images one /v1/embeddings request with modality 'image' may hold "
+        "(max_images_per_request); null without an image tower.",
+    )
 
 
 class ModelList(BaseModel):

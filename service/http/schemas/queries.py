@@ -64,9 +64,9 @@ class ItemQuery(StrictRequest):
 
     item: ItemRef
 
-    def side(self, where: str) -> ItemSide:  # noqa: ARG002 - items are named by their ids
-        """The search core's view of this side."""
-        return ItemSide(self.item.collection, self.item.id)
+    def side(self, where: str) -> ItemSide:
+        """The search core's view of this side; ``where`` locates it in the request."""
+        return ItemSide(self.item.collection, self.item.id, f"{where}.item")
 
 
 class VectorQuery(StrictRequest):

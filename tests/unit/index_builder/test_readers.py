@@ -46,7 +46,7 @@ def test_wrong_typed_ids_and_texts(tmp_path: Path) -> None:
     assert [(bad.problem, bad.reason) for bad in read.bad] == [
         (Problem.WRONG_TYPE, "id column 'id' holds a float, not a string or an integer"),
         (Problem.WRONG_TYPE, "id column 'id' holds a bool, not a string or an integer"),
-        (Problem.WRONG_TYPE, "text column 'text' holds a int, not a string"),
+        (Problem.WRONG_TYPE, "text column 'text' holds an int, not a string"),
     ]
 
 

@@ -71,7 +71,7 @@ def test_texts_and_paths() -> None:
     assert text_of(" ", "body")[1] == (Problem.EMPTY_TEXT, "empty text (column 'body' is blank)")
     assert text_of(3, "text")[1] == (
         Problem.WRONG_TYPE,
-        "text column 'text' holds a int, not a string",
+        "text column 'text' holds an int, not a string",
     )
     assert path_of("a.png", "path") == ("a.png", None)
     assert path_of("", "file")[1] == (

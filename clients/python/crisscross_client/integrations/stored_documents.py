@@ -16,11 +16,9 @@ lowercase letters, digits and ``_``, not ``id``) and their values must fit their
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from crisscross_client.client import Client
-from crisscross_client.errors import NotFoundError
 from crisscross_client.models import FieldType
 
 TEXT_FIELD = "page_content"
@@ -61,22 +59,3 @@ def restored(stored: Mapping[str, Any] | None) -> tuple[str, dict[str, Any]]:
         return str(text), stored
     metadata = json.loads(str(stored[METADATA_FIELD]))
     return str(stored.get(TEXT_FIELD, "")), dict(metadata)
-
-
-def ensure_collection(
-    client: Client,
-    name: str,
-    variant: str | None,
-    dim: Callable[[], int | None],
-    fields: Mapping[str, FieldType],
-) -> None:
-    """Create the live collection ``name`` unless it exists: embedded by ``variant``, or of the
-    client's vectors of ``dim()`` values (asked only when the collection is created)."""
-    try:
-        client.get_collection(name)
-    except NotFoundError:
-        size = dim()
-        if size is not None:
-            client.create_collection(name, dim=size, fields=fields)
-        else:
-            client.create_collection(name, variant=variant, fields=fields)

@@ -62,6 +62,11 @@ def test_presented_keys_and_required_roles() -> None:
         ("POST", "/v1/collections/c/items/delete", "write"),
         ("PATCH", "/v1/collections/c/items/x", "write"),
         ("POST", "/v1/collections/c/items/get", "read"),
+        ("POST", "/v1/collections/c/items/scroll", "read"),
+        ("POST", "/v1/collections/c/items/count", "read"),
+        ("PATCH", "/v1/collections/c/items/get", "write"),
+        ("PATCH", "/v1/collections/c/items/scroll", "write"),
+        ("PATCH", "/v1/collections/c", "write"),
     ],
 )
 def test_live_collection_routes_need_their_roles(method: str, path: str, role: str) -> None:

@@ -26,7 +26,7 @@ def test_defaults_match_the_contract() -> None:
     assert settings.max_text_chars == 2000
     assert settings.max_body_bytes == 1 * MIB
     assert settings.max_score_pairs == 1024
-    assert settings.max_embed_inputs == 256
+    assert settings.max_embed_inputs == 2048
     assert settings.max_exclude == 1000
     assert settings.max_request_id_chars == 64
     assert settings.graceful_shutdown_s > 0

@@ -330,3 +330,118 @@ def test_a_snapshot_is_linked_and_an_outside_bundle_copied(tmp_path: Path) -> No
     assert (restored / BASE_FOLDER / taken.version / vectors).samefile(taken.path / vectors)
     assert not (copied / BASE_FOLDER / taken.version / vectors).samefile(outside / vectors)
     _assert_equal(LiveCollection.open(copied), model)
+
+
+def test_reopened_right_after_a_compaction_of_no_item_it_takes_writes(tmp_path: Path) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    vectors = np.ones((1, DIM), dtype=np.float32)
+    collection.stage(Upsert(("a",), vectors, ({"cat": "a"},), (None,)))
+    collection.commit()
+    collection.stage(Delete(("a",)))
+    collection.commit()
+    collection.compact()
+    collection.close()
+    reopened = LiveCollection.open(folder)
+    assert reopened.visible_seq == 2  # the sequence goes on where the compaction left it
+    reopened.stage(Upsert(("b",), vectors, ({"cat": "b"},), (None,)))
+    assert reopened.commit() == 3
+    reopened.close()
+    again = LiveCollection.open(folder)
+    _assert_equal(again, {"b": (vectors[0].tobytes(), {"cat": "b"})})
+    again.close()
+
+
+def _stage(collection: LiveCollection, ids: list[str], **metadata: object) -> None:
+    vectors = _unit(np.random.default_rng(len(ids)).standard_normal((len(ids), DIM)))
+    rows = tuple({"cat": "a", **metadata} for _ in ids)
+    collection.stage(Upsert(tuple(ids), vectors, rows, (None,) * len(ids)))
+    collection.commit()
+
+
+def test_added_fields_are_durable_at_once_and_filter_after_replay_and_compaction(
+    tmp_path: Path,
+) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    _stage(collection, ["a", "b"])
+    collection.compact()  # a base written before the field
+    _stage(collection, ["c"])
+    before = collection.view()
+    spec = collection.add_fields({"year": FieldType.INTEGER})
+    assert spec.fields == {"cat": FieldType.STRING, "year": FieldType.INTEGER}
+    assert collection.spec is spec
+    assert "year" not in before.fields  # a view made earlier keeps its fields
+    view = collection.view()
+    assert view.fields["year"] == FieldType.INTEGER
+    assert not view.base_columns()["year"].present.any()  # the base holds no value of it
+    _stage(collection, ["d"], year=2024)
+    # No close: a kill -9 now finds the spec on disk, and replays the record that uses it.
+    crashed = LiveCollection.open(folder)
+    columns = crashed.view().own_columns()["year"]
+    assert columns.present.tolist() == [False, True]
+    assert crashed.view().base_columns()["year"].count == 2
+    crashed.close()
+    collection.compact()  # a base with the field
+    base = collection.view().base_columns()["year"]
+    assert [collection.view().item_id(row) for row in np.flatnonzero(base.present)] == ["d"]
+    collection.close()
+    reopened = LiveCollection.open(folder)
+    assert reopened.spec.fields["year"] == FieldType.INTEGER
+    assert reopened.view().base_columns()["year"].present.tolist() == [False, False, False, True]
+    with pytest.raises(ValueError, match="declared already"):
+        reopened.add_fields({"year": FieldType.INTEGER})
+    with pytest.raises(CollectionSpecError):
+        reopened.add_fields({"id": FieldType.STRING})
+    assert reopened.add_fields({}) is reopened.spec
+    reopened.close()
+
+
+def test_an_add_fields_cut_short_leaves_the_old_spec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    monkeypatch.setattr(collection_module, "replace_durably", _raise_crash)
+    with pytest.raises(_CrashError):
+        collection.add_fields({"year": FieldType.INTEGER})
+    assert "year" not in collection.spec.fields  # nothing changed in memory either
+    assert (folder / collection_module.SPEC_STAGING).exists()
+    collection.close()
+    reopened = LiveCollection.open(folder)
+    assert reopened.spec == _spec()
+    assert not (folder / collection_module.SPEC_STAGING).exists()
+    reopened.close()
+
+
+def test_compactions_carry_a_readers_row_to_the_first_item_kept_after_it(
+    tmp_path: Path,
+) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    _stage(collection, [f"i{n}" for n in range(6)])
+    first = collection.view().generation
+    assert first == 0
+    collection.stage(Delete(("i1", "i2")))
+    collection.commit()
+    collection.compact()
+    second = collection.view().generation
+    assert second == collection.visible_seq
+    # Rows 0..5 were i0..i5; kept: i0, i3, i4, i5 at rows 0..3.
+    assert [collection.carried_row(first, row, second) for row in range(7)] == [
+        0,
+        1,
+        1,
+        1,
+        2,
+        3,
+        4,
+    ]
+    assert collection.compact().seq == second  # nothing written since: the same generation
+    assert collection.view().generation == second
+    for n in range(collection_module.RENUMBERINGS_KEPT):
+        _stage(collection, [f"x{n}"])
+        collection.compact()
+    assert collection.carried_row(first, 3, collection.view().generation) is None
+    assert collection.carried_row(second, 0, collection.view().generation) == 0
+    collection.close()

@@ -76,3 +76,18 @@ def test_wrong_operations_are_refused() -> None:
         segment.apply(2, _upsert(["b"], 1, dim=3))
     with pytest.raises(ValueError, match="not applied"):
         segment.view(5)
+
+
+def test_added_fields_reach_new_views_only_and_old_rows_hold_no_value() -> None:
+    segment = MutableSegment(4, {"n": FieldType.INTEGER})
+    segment.apply(1, _upsert(["a"], 1))
+    before = segment.view(1)
+    assert segment.generation == 0
+    segment.add_fields({"year": FieldType.INTEGER})
+    segment.apply(2, Upsert(("b",), np.ones((1, 4), np.float32), ({"year": 7},), (None,)))
+    after = segment.view(2)
+    assert "year" not in before.fields
+    assert after.fields == {"n": FieldType.INTEGER, "year": FieldType.INTEGER}
+    assert after.own_columns()["year"].present.tolist() == [False, True]
+    assert after.base_columns() == {}
+    assert after.generation == 0

@@ -15,6 +15,8 @@ from service.engine.collection.live_collections import LiveCollections
 from service.exceptions import (
     CollectionExistsError,
     CollectionLimitError,
+    FieldMismatchError,
+    InvalidQueryError,
     NotFoundError,
     OverloadedError,
     WritesUnavailableError,
@@ -146,3 +148,37 @@ def test_a_write_is_refused_once_the_log_reaches_max_log_bytes(tmp_path: Path) -
 def test_without_a_folder_no_write_is_admitted() -> None:
     with pytest.raises(WritesUnavailableError):
         _registry(None).admit("a", 1)
+
+
+def test_fields_are_added_durably_and_the_entry_renewed(tmp_path: Path) -> None:
+    registry = _registry(tmp_path)
+
+    async def add() -> None:
+        await registry.create(CollectionSpec("a", 4, {"n": FieldType.INTEGER}), taken=set())
+        before = registry.require("a")
+        same = await registry.add_fields("a", {"n": FieldType.INTEGER}, max_fields=8)
+        assert same is before  # nothing new: nothing written
+        renewed = await registry.add_fields("a", {"year": FieldType.INTEGER}, max_fields=8)
+        assert renewed is registry.require("a")
+        assert renewed.writer is before.writer
+        assert renewed.lexical is before.lexical
+        assert renewed.fields.columns["year"].type == FieldType.INTEGER
+        for fields, error, where in (
+            ({"n": FieldType.FLOAT}, FieldMismatchError, "fields.n"),
+            ({"n": None}, FieldMismatchError, "fields.n"),
+            ({"other": None}, InvalidQueryError, "fields.other"),
+        ):
+            with pytest.raises(error) as refused:
+                await registry.add_fields("a", fields, max_fields=8)
+            assert refused.value.param == where
+        with pytest.raises(InvalidQueryError, match="max_collection_fields=2"):
+            await registry.add_fields("a", {"b": FieldType.STRING}, max_fields=2)
+        with pytest.raises(NotFoundError):
+            await registry.add_fields("nope", {"b": FieldType.STRING}, max_fields=8)
+        await registry.close()
+
+    asyncio.run(add())
+    reopened = _registry(tmp_path)
+    reopened.open_all()
+    assert set(reopened.require("a").fields.columns) == {"n", "year"}
+    asyncio.run(reopened.close())
