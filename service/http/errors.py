@@ -277,11 +277,12 @@ def error_body(
     }
 
 
-def item_error(error: DomainError) -> tuple[int, dict[str, str]]:
-    """The status and ``{"code", "message"}`` of a domain error answered inside a 200 (one
-    search of a bulk request), the message made safe to encode as UTF-8."""
+def item_error(error: DomainError) -> tuple[int, dict[str, str | None]]:
+    """The status and ``{"code", "message", "param"}`` of a domain error answered inside a 200
+    (one search of a bulk request), the message made safe to encode as UTF-8."""
     code = code_of(error)
-    return STATUS_OF[code], {"code": code.value, "message": _printable(str(error))}
+    body = {"code": code.value, "message": _printable(str(error)), "param": error.param}
+    return STATUS_OF[code], body
 
 
 def error_response(

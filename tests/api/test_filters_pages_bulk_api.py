@@ -195,6 +195,13 @@ def test_an_invalid_search_is_refused_in_its_place(client: TestClient) -> None:
     assert answers[4]["error"]["message"] == (
         "searches.4.filter.range: give at least one bound: 'gt', 'gte', 'lt' or 'lte'"
     )
+    assert answers[4]["error"]["param"] == "searches.4.filter.range"
+    assert answers[0]["error"]["param"] == "searches.0.query.text"
+    unknown_field = {**one, "filter": {"field": "nope", "eq": 1}}
+    conflict = post(client, "/v1/search/bulk", {"searches": [one, unknown_field]}).json()
+    assert conflict["responses"][1]["status"] == 409
+    assert conflict["responses"][1]["error"]["code"] == "filter_not_applicable"
+    assert conflict["responses"][1]["error"]["param"] == "searches.1.filter.field"
     assert answers[0]["error"]["code"] == "invalid_input"
     assert answers[0]["error"]["message"].startswith("searches.0.query.text")
     assert "searches.2.bogus" in answers[2]["error"]["message"]

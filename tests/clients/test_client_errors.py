@@ -100,6 +100,7 @@ def test_search_many_keeps_the_other_answers_when_one_search_is_invalid(service_
         )
         assert isinstance(answers[1], cc.InvalidInputError)
         assert "searches.1.query.text" in str(answers[1])
+        assert answers[1].param == "searches.1.query.text"
         assert [type(answer).__name__ for answer in (answers[0], answers[2])] == [
             "SearchPageResult",
             "SearchPageResult",

@@ -158,6 +158,7 @@ def search_many(
                     code=error.code,
                     method="POST",
                     url=ROUTES["search_bulk"].path,
+                    param=error.param,
                 )
                 if not return_exceptions:
                     raise failure

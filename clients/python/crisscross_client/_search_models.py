@@ -183,6 +183,7 @@ class BulkError(ResponseModel):
 
     code: str
     message: str
+    param: str | None = None
 
 
 class BulkItem(ResponseModel):

@@ -149,8 +149,12 @@ async def search_bulk(
     items: list[dict[str, Any]] = [{} for _ in range(body.count)]
     for position in range(body.count):
         if (errors := body.refused(position)) is not None:
-            message = validation_message(errors, body_schema(BulkSearchRequest))
-            error = {"code": ErrorCode.INVALID_INPUT.value, "message": message}
+            schema = body_schema(BulkSearchRequest)
+            error = {
+                "code": ErrorCode.INVALID_INPUT.value,
+                "message": validation_message(errors, schema),
+                "param": validation_param(errors, schema),
+            }
             items[position] = {"status": 422, "result": None, "error": error}
     answered = zip(body.positions, body.searches, answers, strict=True)
     for position, search, answer in answered:

@@ -110,6 +110,10 @@ class BulkError(BaseModel):
 
     code: str
     message: str
+    param: str | None = Field(
+        default=None,
+        description="The request field the error concerns (searches.<n>.…), where it is one.",
+    )
 
 
 class BulkItem(BaseModel):
