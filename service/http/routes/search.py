@@ -22,14 +22,7 @@ from service.http.dependencies import (
     require_json,
     require_multipart,
 )
-from service.http.errors import (
-    ErrorCode,
-    ServiceError,
-    body_schema,
-    item_error,
-    validation_message,
-    validation_param,
-)
+from service.http.errors import ErrorCode, ServiceError, item_error
 from service.http.limits import check_limits, check_vector_lengths
 from service.http.routes import AUTH_ERRORS, JSON_BODY_ERRORS, error_responses
 from service.http.routes.json_route import JsonRoute
@@ -39,6 +32,7 @@ from service.http.schemas.search import (
     SearchResponse,
     SearchUploadForm,
 )
+from service.http.validation_messages import body_schema, validation_message, validation_param
 from service.request_context import RequestContext
 from service.settings import BULK_ROUTE, UPLOAD_ROUTE
 
