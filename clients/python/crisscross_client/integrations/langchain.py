@@ -51,8 +51,6 @@ from crisscross_client.integrations.search_options import (
 )
 from crisscross_client.models import SearchResult
 
-DEFAULT_URL = "http://127.0.0.1:8000"
-
 
 class CrisscrossEmbeddings(Embeddings):
     """Embeddings from a served variant's text tower (``POST /v1/embed``)."""

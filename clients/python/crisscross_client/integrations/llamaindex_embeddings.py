@@ -20,8 +20,9 @@ from crisscross_client.client import Client
 from crisscross_client.integrations._connection import Connection
 
 DEFAULT_BATCH = 256
-"""Texts per ``get_text_embedding_batch`` request (the service's ``max_embed_inputs``; longer
-lists are cut by the client anyway)."""
+"""Texts per ``get_text_embedding_batch`` request: LlamaIndex's batches stay small requests (the
+service takes up to its ``max_embed_inputs``, 2,048 by default; longer lists are cut by the
+client anyway)."""
 
 
 class CrisscrossEmbedding(BaseEmbedding):
