@@ -36,6 +36,9 @@ _FLAG_FIELDS = (
     "intra_op_threads",
     "graceful_shutdown_s",
     "log_level",
+    "follow",
+    "replica_set_size",
+    "advertise_url",
 )
 
 
@@ -60,6 +63,13 @@ def _parser() -> argparse.ArgumentParser:
         "--graceful-shutdown-s", type=int, help="seconds to drain requests on SIGTERM"
     )
     serve.add_argument("--log-level", choices=get_args(LogLevel), help="log level (info)")
+    serve.add_argument(
+        "--follow", help="URL of the leader to follow (this server then copies its collections)"
+    )
+    serve.add_argument(
+        "--replica-set-size", type=int, help="servers in the replica set, the leader counted (1)"
+    )
+    serve.add_argument("--advertise-url", help="URL the other replicas reach this server at")
     openapi = commands.add_parser(
         "openapi", help="print the OpenAPI document (regenerates docs/openapi.json)"
     )

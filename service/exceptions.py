@@ -149,6 +149,48 @@ class WriteFailedError(DomainError):
         self.retry_after_s = retry_after_s
 
 
+class NotLeaderError(DomainError):
+    """This server does not take writes: it follows a leader (``leader`` names its URL), or
+    it led and learned of a later term (fenced; ``leader`` is None until it follows one)."""
+
+    def __init__(self, message: str, leader: str | None) -> None:
+        super().__init__(message)
+        self.leader = leader
+
+
+class NoQuorumError(DomainError):
+    """A leader of several replicas that no majority of them follows now takes no write (it
+    may have been replaced by a promotion); retry after ``retry_after_s`` seconds."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class ReplicationTimeoutError(DomainError):
+    """A write is durable and visible on the leader (sequence ``seq``), but not enough replicas
+    acknowledged it in time; retried with the same idempotency key it applies once."""
+
+    def __init__(self, message: str, seq: int, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.seq = seq
+        self.retry_after_s = retry_after_s
+
+
+class ReplicaBehindError(DomainError):
+    """This replica had not applied the sequence number a read needs within its wait; retry
+    after ``retry_after_s`` seconds, or ask another replica."""
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class PromotionRefusedError(DomainError):
+    """A follower could not become the leader: no majority of the replica set granted its
+    term (one is down, or holds writes it lacks); it goes on following."""
+
+
 RefusalReason = DecodeFailure | Literal["invalid_base64"]
 """Why an image payload was refused: a decode failure, or base64 that does not decode."""
 

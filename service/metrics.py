@@ -402,6 +402,90 @@ METRICS: tuple[MetricSpec, ...] = (
         ("collection", "measure"),
         multiprocess_mode="livemax",
     ),
+    MetricSpec(
+        "replication_role",
+        Gauge,
+        "crisscross_replication_role",
+        "This server's role among the replicas of its live collections: 1 for the role it "
+        "holds (leader, follower, fenced: a leader that learned of a later term), 0 for the "
+        "others.",
+        ("role",),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "replication_term",
+        Gauge,
+        "crisscross_replication_term",
+        "The latest leader term this server knows (a promotion begins a new one).",
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "replication_lag_records",
+        Gauge,
+        "crisscross_replication_lag_records",
+        "On a follower: records of each live collection the leader had made visible at the "
+        "last fetch and this replica had not applied yet.",
+        ("collection",),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "replication_lag_seconds",
+        Gauge,
+        "crisscross_replication_lag_seconds",
+        "On a follower: seconds since this replica of each live collection first fell behind "
+        "the leader without catching up since (0: caught up).",
+        ("collection",),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "replication_follower_seq",
+        Gauge,
+        "crisscross_replication_follower_seq",
+        "On a leader: the last sequence number each follower reported durable, per live "
+        "collection.",
+        ("collection", "replica"),
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "replication_followers",
+        Gauge,
+        "crisscross_replication_followers",
+        "On a leader: followers that fetched in its term within leader_lease_s.",
+        multiprocess_mode="livemax",
+    ),
+    MetricSpec(
+        "replication_refused_writes",
+        Counter,
+        "crisscross_replication_refused_writes",
+        "Writes refused for replication, by reason (not_leader: sent to a follower; no_quorum: "
+        "a leader without a majority; replication_timeout: acknowledgements that did not come "
+        "in time).",
+        ("reason",),
+    ),
+    MetricSpec(
+        "replication_ack_seconds",
+        Histogram,
+        "crisscross_replication_ack_seconds",
+        "Time a write waited for its replicas after the leader's fsync, by acks policy.",
+        ("acks",),
+        buckets=_STAGE_BUCKETS_S,
+    ),
+    MetricSpec(
+        "replication_catchup_bytes",
+        Counter,
+        "crisscross_replication_catchup_bytes",
+        "On a follower: bytes copied from the leader, by kind (log: records; base: a base "
+        "bundle for a collection installed or re-installed).",
+        ("kind",),
+    ),
+    MetricSpec(
+        "replication_installs",
+        Counter,
+        "crisscross_replication_installs",
+        "On a follower: live collections copied whole from the leader (new, behind its base, "
+        "or diverged from its log).",
+        ("reason",),
+    ),
 )
 
 
@@ -469,6 +553,16 @@ class ServiceMetrics:
     compactions: Counter
     compaction_seconds: Histogram
     live_items: Gauge
+    replication_role: Gauge
+    replication_term: Gauge
+    replication_lag_records: Gauge
+    replication_lag_seconds: Gauge
+    replication_follower_seq: Gauge
+    replication_followers: Gauge
+    replication_refused_writes: Counter
+    replication_ack_seconds: Histogram
+    replication_catchup_bytes: Counter
+    replication_installs: Counter
 
     def __init__(self, multiprocess_dir: Path | None = None) -> None:
         if multiprocess_dir is not None and os.environ.get(MULTIPROCESS_DIR_VARIABLE) != str(

@@ -19,6 +19,7 @@ from service import ast_parse_lock
 from service.engine.collection.catalog import Catalog, VariantEncoders
 from service.engine.collection.live_collections import LiveCollections
 from service.engine.collection.sharded_collections import ShardedCollections
+from service.engine.replication.replica_set import ReplicaSet
 from service.http.auth import ApiKeyMiddleware, KeyRing
 from service.http.errors import install_error_handlers
 from service.http.middleware import (
@@ -37,6 +38,7 @@ from service.http.routes import (
     health,
     openai_compat,
     page,
+    replication,
     score,
     search,
 )
@@ -72,6 +74,7 @@ CORS_EXPOSED_HEADERS = [
     "x-timing-write-ms",
     "x-timing-fsync-ms",
     "x-timing-total-ms",
+    "x-replica",
 ]
 CORS_MAX_AGE_S = 600
 ROUTERS = (
@@ -87,6 +90,8 @@ ROUTERS = (
     admin.router,
     health.router,
     page.router,
+    replication.router,
+    replication.plain_router,
 )
 
 
@@ -210,6 +215,9 @@ def create_app(
         if opened:
             logger.info("live collections open: %s", ", ".join(opened))
         state.searcher.live = live
+        replicas = ReplicaSet(settings, live, state.metrics)
+        await replicas.start()
+        state.replicas = replicas
         async with anyio.create_task_group() as tasks:
             if state.broadcast is None:  # a single process
                 tasks.start_soon(_load_in_background, state)
@@ -226,6 +234,7 @@ def create_app(
                 # uvicorn has let in-flight requests finish (up to graceful_shutdown_s); work
                 # still queued in a batcher is finished too, within the same bound.
                 with anyio.CancelScope(shield=True):
+                    await replicas.stop()
                     await live.close()
                     state.searcher.live = None
                     if state.catalog is not None:
@@ -317,6 +326,7 @@ def create_app(
         request_timeout_s=settings.request_timeout_s,
         tracing=tracing,
         access_log_format=settings.access_log_format,
+        replica=lambda: None if state.replicas is None else state.replicas.answered_by(),
     )
     for router in ROUTERS:
         app.include_router(router)

@@ -58,6 +58,10 @@ ADMIN_PREFIX = "/v1/admin/"
 COLLECTIONS_PATH = "/v1/collections"
 READ_POSTS = ("/items/get", "/items/scroll", "/items/count")
 """The POST routes under ``/v1/collections/`` that read (any key): a body, no write."""
+REPLICATION_PATH = "/v1/replication"
+REPLICATION_READS = ("/v1/replication", "/v1/replication/position")
+"""The replication routes any read key may call (the set's state); the others (a follower's
+fetches, a base, promotion, votes, follow) need an admin key."""
 API_KEY_HEADER = "x-api-key"
 BEARER_SCHEME = "bearer"
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="crisscross"'}
@@ -123,7 +127,8 @@ def foreign_authorization(headers: Headers) -> bool:
 
 def required_role(path: str, method: str = "GET") -> Role | None:
     """The role a request needs: None for :data:`OPEN_PATHS`, ``admin`` under ``/v1/admin/``,
-    ``manage`` to create, drop, compact or snapshot a live collection, ``write`` for the writes
+    ``manage`` to create, drop, compact or snapshot a live collection or to replicate one
+    (:data:`REPLICATION_READS` aside), ``write`` for the writes
     of one (every PATCH under ``/v1/collections/``, and every POST but the reads of
     :data:`READ_POSTS`), ``read`` for every other path (unknown ones included)."""
     if path in OPEN_PATHS or path.startswith(PAGE_ASSETS_PREFIX):
@@ -131,6 +136,8 @@ def required_role(path: str, method: str = "GET") -> Role | None:
     if path.startswith(ADMIN_PREFIX) or path == ADMIN_PREFIX.rstrip("/"):
         return "admin"
     method = method.upper()
+    if path.startswith(f"{REPLICATION_PATH}/") and path not in REPLICATION_READS:
+        return "manage"
     under = path.startswith(f"{COLLECTIONS_PATH}/")
     if (
         (path == COLLECTIONS_PATH and method == "POST")

@@ -34,10 +34,15 @@ from service.exceptions import (
     ImageRefusedError,
     InvalidQueryError,
     LeverNotApplicableError,
+    NoQuorumError,
     NotFoundError,
+    NotLeaderError,
     NotReadyError,
     OverloadedError,
+    PromotionRefusedError,
     RefusalReason,
+    ReplicaBehindError,
+    ReplicationTimeoutError,
     SearchParamNotApplicableError,
     ShardsUnavailableError,
     ShuttingDownError,
@@ -83,6 +88,11 @@ class ErrorCode(StrEnum):
     OVERLOADED = "overloaded"
     NOT_READY = "not_ready"
     SHARDS_UNAVAILABLE = "shards_unavailable"
+    NOT_LEADER = "not_leader"
+    NO_QUORUM = "no_quorum"
+    REPLICATION_TIMEOUT = "replication_timeout"
+    REPLICA_BEHIND = "replica_behind"
+    PROMOTION_REFUSED = "promotion_refused"
     INTERNAL = "internal"
 
 
@@ -113,6 +123,11 @@ STATUS_OF: Mapping[ErrorCode, int] = {
     ErrorCode.OVERLOADED: 503,
     ErrorCode.NOT_READY: 503,
     ErrorCode.SHARDS_UNAVAILABLE: 503,
+    ErrorCode.NOT_LEADER: 421,
+    ErrorCode.NO_QUORUM: 503,
+    ErrorCode.REPLICATION_TIMEOUT: 503,
+    ErrorCode.REPLICA_BEHIND: 503,
+    ErrorCode.PROMOTION_REFUSED: 409,
     ErrorCode.INTERNAL: 500,
 }
 
@@ -137,6 +152,11 @@ CODE_OF_DOMAIN_ERROR: Mapping[type[DomainError], ErrorCode] = {
     CollectionEmptyError: ErrorCode.COLLECTION_EMPTY,
     WritesUnavailableError: ErrorCode.WRITES_UNAVAILABLE,
     WriteFailedError: ErrorCode.WRITE_FAILED,
+    NotLeaderError: ErrorCode.NOT_LEADER,
+    NoQuorumError: ErrorCode.NO_QUORUM,
+    ReplicationTimeoutError: ErrorCode.REPLICATION_TIMEOUT,
+    ReplicaBehindError: ErrorCode.REPLICA_BEHIND,
+    PromotionRefusedError: ErrorCode.PROMOTION_REFUSED,
 }
 """The error code of each domain error (its status then comes from :data:`STATUS_OF`).
 
@@ -213,13 +233,20 @@ def retry_after_of(error: DomainError) -> int | None:
         | ShuttingDownError
         | NotReadyError
         | WriteFailedError
-        | ShardsUnavailableError,
+        | ShardsUnavailableError
+        | NoQuorumError
+        | ReplicationTimeoutError
+        | ReplicaBehindError,
     ):
         return error.retry_after_s
     return None
 
 
 MISSING_SHARDS_HEADER = "x-missing-shards"
+LEADER_HEADER = "x-leader"
+"""On 421 not_leader: the URL of the leader to send the write to."""
+SEQ_HEADER = "x-seq"
+"""On 503 replication_timeout: the sequence number the write holds on the leader."""
 """Names the shards a 503 ``shards_unavailable`` went without, comma-separated."""
 
 
@@ -232,6 +259,11 @@ def headers_of(error: DomainError) -> dict[str, str] | None:
         headers["Retry-After"] = str(retry_after_s)
     if isinstance(error, ShardsUnavailableError):
         headers[MISSING_SHARDS_HEADER] = ",".join(error.missing)
+    leader = error.leader if isinstance(error, NotLeaderError) else None
+    if leader and leader.isascii() and leader.isprintable():  # a header value is Latin-1
+        headers[LEADER_HEADER] = leader
+    if isinstance(error, ReplicationTimeoutError):
+        headers[SEQ_HEADER] = str(error.seq)
     return headers or None
 
 

@@ -41,6 +41,9 @@ access_logger = logging.getLogger(ACCESS_LOGGER)
 logger = logging.getLogger("crisscross.service")
 
 REQUEST_ID_HEADER = "x-request-id"
+REPLICA_HEADER = "x-replica"
+"""On every answer of a server that keeps live collections: which replica answered (its URL,
+role and term)."""
 CLIENT_CLOSED_REQUEST = 499
 """The status logged and counted for a request whose client went away before it could be
 answered (nginx's convention); nothing is sent."""
@@ -118,8 +121,10 @@ class RequestContextMiddleware:
         request_timeout_s: float = math.inf,
         tracing: Tracing | None = None,
         access_log_format: AccessLogFormat = "text",
+        replica: Callable[[], str | None] | None = None,
     ) -> None:
         self.app = app
+        self.replica = replica
         self.metrics = metrics
         self.max_request_id_chars = max_request_id_chars
         self.request_timeout_s = request_timeout_s
@@ -161,6 +166,8 @@ class RequestContextMiddleware:
                 if context.fsync_ms is not None:
                     headers["x-timing-fsync-ms"] = _ms(context.fsync_ms)
                 headers["x-timing-total-ms"] = _ms(context.elapsed_ms())
+                if self.replica is not None and (answered_by := self.replica()) is not None:
+                    headers[REPLICA_HEADER] = answered_by
             await send(message)
 
         try:

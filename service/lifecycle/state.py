@@ -14,6 +14,7 @@ from service.engine.collection.catalog import Catalog
 from service.engine.encode.admission import AdmissionGate
 from service.engine.encode.query_cache import QueryCache
 from service.engine.query.images import image_limits
+from service.engine.replication.replica_set import ReplicaSet
 from service.engine.search.searcher import Searcher
 from service.exceptions import NotReadyError
 from service.lifecycle.batch_defaults import overload_limit
@@ -51,6 +52,9 @@ class ServiceState:
     admission: AdmissionGate = field(init=False)
     """The door of the work routes; its overload limit follows the encoders once loaded."""
     reload_lock: asyncio.Lock = field(init=False)
+    replicas: ReplicaSet | None = None
+    """This server's place in the replica set of its live collections (made by the
+    lifespan)."""
     copies: PrivateCopies | None = None
     """Where the bundle versions this process maps are copied (None: mapped in place); made
     when the lifespan loads (:func:`service.lifecycle.loading.private_copies`)."""

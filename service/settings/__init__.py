@@ -32,6 +32,7 @@ from service.settings.names import (
     is_loopback,
 )
 from service.settings.processes import ProcessSettings
+from service.settings.replication import Acks, FollowerReads, ReplicationSettings
 from service.settings.serving import ServingSettings
 from service.settings.telemetry import AccessLogFormat, TelemetrySettings, traces_url
 from service.settings.writes import WriteSettings
@@ -47,7 +48,9 @@ __all__ = [
     "UPLOAD_OVERHEAD_BYTES",
     "UPLOAD_ROUTE",
     "AccessLogFormat",
+    "Acks",
     "FaissDevice",
+    "FollowerReads",
     "LogLevel",
     "ProviderChoice",
     "Settings",
@@ -64,6 +67,7 @@ SETTING_GROUPS = (
     ("Clients", ClientLimitSettings),
     ("Access", AccessSettings),
     ("Live collections", WriteSettings),
+    ("Replicas", ReplicationSettings),
     ("Telemetry", TelemetrySettings),
 )
 """The groups in the order the settings document lists them."""
@@ -71,6 +75,7 @@ SETTING_GROUPS = (
 
 class Settings(
     TelemetrySettings,
+    ReplicationSettings,
     WriteSettings,
     AccessSettings,
     ClientLimitSettings,
@@ -90,6 +95,11 @@ class Settings(
         frozen=True,
         hide_input_in_errors=True,
     )
+
+    @property
+    def own_url(self) -> str:
+        """The URL other replicas reach this server at (advertise_url, else host and port)."""
+        return self.advertise_url or f"http://{self.host}:{self.port}"
 
     @model_validator(mode="after")
     def _limits_fit_together(self) -> Settings:
@@ -136,6 +146,11 @@ class Settings(
                 f"collections_dir is set and workers={self.workers}: a live collection's log has "
                 "one owner, so live collections need one server process; set workers to 1 (or "
                 "0), or leave collections_dir unset"
+            )
+        if self.follow is not None and self.collections_dir is None:
+            raise ValueError(
+                "follow is set but collections_dir is not: a follower keeps its copy of the "
+                "leader's live collections there; set CRISSCROSS_COLLECTIONS_DIR"
             )
         if self.cors_allow_credentials and "*" in self.cors_origins:
             raise ValueError(

@@ -25,20 +25,17 @@ a reader sees a write only once it is durable, and concurrent writers share the 
 from __future__ import annotations
 
 import dataclasses
-import json
-import re
 import shutil
 import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 import numpy as np
 
-from formats.field_types import FieldType, field_name_problem
+from formats.field_types import FieldType
 from storage.durability import fsync_path, replace_durably
 from storage.live.base import (
     BASE_FOLDER,
@@ -53,9 +50,12 @@ from storage.live.base import (
     remove_unpublished,
     write_items_bundle,
 )
-from storage.live.log import LogError, LogRecord, Recovery, WriteAheadLog
+from storage.live.idempotency import KeyedWrite, KeyTable, read_keys, write_keys
+from storage.live.log import LogError, LogRecord, Recovery, WriteAheadLog, read_frames
 from storage.live.operations import Checkpoint, Operation, decode, encode
 from storage.live.segment import MutableSegment, SegmentView
+from storage.live.spec import CollectionSpec
+from storage.live.terms import TermHistory, read_terms, write_terms
 
 SPEC_FILE: Final = "collection.json"
 SPEC_STAGING: Final = ".collection.json.tmp"
@@ -64,8 +64,6 @@ RENUMBERINGS_KEPT: Final = 4
 """How many compactions' renumberings of rows an open collection remembers
 (:meth:`LiveCollection.carried_row`)."""
 LOG_FILE: Final = "log.wal"
-NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-"""A collection's name: a letter or digit, then up to 63 letters, digits, ``_``, ``.``, ``-``."""
 SNAPSHOTS_FOLDER: Final = ".snapshots"
 """Under the collections' folder, the bundles that snapshots write (one per collection)."""
 _STAGING: Final = ".staging-"
@@ -74,69 +72,6 @@ _DROPPED: Final = ".dropped-"
 
 class CollectionExistsError(ValueError):
     """A collection of that name exists already."""
-
-
-class CollectionSpecError(ValueError):
-    """A spec that cannot describe a collection (bad name, dimension or field)."""
-
-
-@dataclass(frozen=True)
-class CollectionSpec:
-    """What a live collection is: its name, dimension, typed fields and the variant that embeds
-    its texts and images (None: the client sends vectors)."""
-
-    name: str
-    dim: int
-    fields: Mapping[str, FieldType]
-    variant: str | None = None
-    variant_fingerprint: str | None = None
-    created: str = ""
-    index: str = "Flat"
-    """The faiss factory of the base's index (compaction builds it; IVF ones are tuned)."""
-
-    def __post_init__(self) -> None:
-        if not NAME_PATTERN.match(self.name):
-            raise CollectionSpecError(
-                f"collection name {self.name!r} must be 1-64 letters, digits, '_', '.' or '-', "
-                "starting with a letter or digit"
-            )
-        if self.dim < 1:
-            raise CollectionSpecError(f"dim must be at least 1, got {self.dim}")
-        for name in self.fields:
-            if (problem := field_name_problem(name)) is not None:
-                raise CollectionSpecError(problem)
-
-    def to_json(self) -> str:
-        """The spec file's text."""
-        document = {
-            "name": self.name,
-            "dim": self.dim,
-            "fields": {name: str(kind) for name, kind in sorted(self.fields.items())},
-            "variant": self.variant,
-            "variant_fingerprint": self.variant_fingerprint,
-            "created": self.created,
-            "index": self.index,
-        }
-        return json.dumps(document, indent=2, sort_keys=True) + "\n"
-
-    @classmethod
-    def from_json(cls, text: str) -> CollectionSpec:
-        """The spec a spec file holds; :class:`CollectionSpecError` when it holds none."""
-        try:
-            document = json.loads(text)
-            return cls(
-                name=str(document["name"]),
-                dim=int(document["dim"]),
-                fields={str(k): FieldType(v) for k, v in document["fields"].items()},
-                variant=document.get("variant"),
-                variant_fingerprint=document.get("variant_fingerprint"),
-                created=str(document.get("created", "")),
-                index=str(document.get("index", "Flat")),
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            if isinstance(exc, CollectionSpecError):
-                raise
-            raise CollectionSpecError(f"not a collection spec: {exc}") from None
 
 
 def collection_names(root: Path) -> list[str]:
@@ -153,13 +88,22 @@ def collection_names(root: Path) -> list[str]:
 
 
 def create_collection(
-    root: Path, spec: CollectionSpec, base_from: Path | None = None, base_collection: str = ITEMS
+    root: Path,
+    spec: CollectionSpec,
+    base_from: Path | None = None,
+    base_collection: str = ITEMS,
+    *,
+    base_seq: int = 0,
+    terms: TermHistory | None = None,
+    keys: KeyTable | None = None,
 ) -> Path:
     """Write the folder of a new collection under ``root`` atomically and durably; raises
     :class:`CollectionExistsError` when ``spec.name`` is taken. ``base_from`` (a bundle version
     folder: a snapshot, or a bundle ``index_builder`` wrote, its items in collection
     ``base_collection``) becomes its base: its files are linked (copied across file systems)
-    into the new folder, and the log starts empty."""
+    into the new folder, and the log starts empty. A replica's copy of its leader's collection
+    gives the leader's base sequence number (``base_seq``: the log goes on after it), term
+    history and remembered idempotency keys."""
     root.mkdir(parents=True, exist_ok=True)
     target = root / spec.name
     if target.exists():
@@ -172,9 +116,15 @@ def create_collection(
         fsync_path(spec_path)
         (staging / LOG_FILE).touch()
         fsync_path(staging / LOG_FILE)
+        if terms is not None and terms.entries:
+            write_terms(staging, terms)
+        if keys is not None and len(keys):
+            write_keys(staging, keys)
         if base_from is not None:
             mine = root.resolve() in base_from.resolve().parents  # a snapshot of ours
-            _link_base(base_from, staging, base_collection, link=mine)
+            _link_base(base_from, staging, base_collection, link=mine, seq=base_seq)
+        elif base_seq:
+            publish_base(staging, None, base_seq)
         fsync_path(staging)
         if target.exists():
             raise CollectionExistsError(f"collection {spec.name!r} exists")
@@ -186,7 +136,7 @@ def create_collection(
     return target
 
 
-def _link_base(version_dir: Path, folder: Path, collection: str, *, link: bool) -> None:
+def _link_base(version_dir: Path, folder: Path, collection: str, *, link: bool, seq: int) -> None:
     """With ``link`` (a snapshot: the live collections' own files, never changed in place) the
     files are hard-linked; else (a bundle of the bundles folder) copied, so that nothing done
     to its files there can reach the pages this collection maps."""
@@ -205,7 +155,7 @@ def _link_base(version_dir: Path, folder: Path, collection: str, *, link: bool) 
             fsync_path(target / source.name)
     fsync_path(target)
     fsync_path(base_dir)
-    publish_base(folder, version_dir.name, 0, collection)
+    publish_base(folder, version_dir.name, seq, collection)
 
 
 def drop_collection(root: Path, name: str) -> None:
@@ -215,11 +165,6 @@ def drop_collection(root: Path, name: str) -> None:
     target.rename(aside)
     fsync_path(root)
     shutil.rmtree(aside, ignore_errors=True)
-
-
-def now_text() -> str:
-    """The current UTC time as ISO 8601, for :attr:`CollectionSpec.created`."""
-    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 class LiveCollection:
@@ -235,10 +180,19 @@ class LiveCollection:
         log: WriteAheadLog,
         segment: MutableSegment,
         recovery: Recovery,
+        *,
+        base_seq: int = 0,
+        base_collection: str = ITEMS,
+        keys: KeyTable | None = None,
+        terms: TermHistory | None = None,
     ) -> None:
         self.folder = folder
         self.spec = spec
         self.recovery = recovery
+        self._base_seq = base_seq
+        self._base_collection = base_collection
+        self._keys = keys if keys is not None else KeyTable()
+        self._terms = terms if terms is not None else TermHistory()
         self._log = log
         self._segment = segment
         self._visible = segment.applied_seq
@@ -258,6 +212,7 @@ class LiveCollection:
         version, base_seq, items = read_base_pointer(folder)
         remove_unpublished(folder, version)
         base = None if version is None else load_base(folder, version, base_seq, spec.dim, items)
+        keys, terms = read_keys(folder), read_terms(folder)
         log, records, recovery = WriteAheadLog.open(folder / LOG_FILE, after=base_seq)
         try:
             operations = [decode(record.payload) for record in records]
@@ -273,11 +228,23 @@ class LiveCollection:
                 spec.dim, spec.fields, capacity=max(1024, capacity), base=base, applied=base_seq
             )
             for record, operation in zip(records, operations, strict=True):
-                segment.apply(record.seq, operation)
+                done = segment.apply(record.seq, operation)
+                if operation.key is not None:
+                    keys.remember(operation.key, KeyedWrite(record.seq, done))
         except ValueError as exc:
             log.close()
             raise LogError(f"{folder / LOG_FILE}: record cannot be replayed: {exc}") from exc
-        return cls(folder, spec, log, segment, recovery)
+        return cls(
+            folder,
+            spec,
+            log,
+            segment,
+            recovery,
+            base_seq=base_seq,
+            base_collection=items,
+            keys=keys,
+            terms=terms,
+        )
 
     @property
     def name(self) -> str:
@@ -288,6 +255,42 @@ class LiveCollection:
     def visible_seq(self) -> int:
         """The last sequence number readers see (every one up to it is durable)."""
         return self._visible
+
+    @property
+    def base_seq(self) -> int:
+        """The last sequence number the base holds (the log goes on after it)."""
+        return self._base_seq
+
+    @property
+    def base_collection(self) -> str:
+        """The bundle collection of the base that holds the items."""
+        return self._base_collection
+
+    @property
+    def terms(self) -> TermHistory:
+        """Which leader term wrote which records (:mod:`storage.live.terms`)."""
+        return self._terms
+
+    def begin_term(self, term: int) -> TermHistory:
+        """Record, durably, that the records after the visible sequence are of ``term``
+        (this replica leads from now on). Call it with nothing staged."""
+        if self._staged:
+            raise RuntimeError("begin_term() with writes staged")
+        history = self._terms.begun(term, self._visible + 1)
+        write_terms(self.folder, history)
+        self._terms = history
+        return history
+
+    def adopt_terms(self, history: TermHistory) -> None:
+        """Take the leader's term history (a follower whose records agree with the leader's),
+        durably; nothing is written when it is the one held."""
+        if history != self._terms:
+            write_terms(self.folder, history)
+            self._terms = history
+
+    def keyed(self, key: str) -> KeyedWrite | None:
+        """The write that idempotency key ``key`` made, staged or visible (None: none)."""
+        return self._keys.get(key)
 
     @property
     def log_bytes(self) -> int:
@@ -373,6 +376,8 @@ class LiveCollection:
         payload = encode(operation)
         done = self._segment.apply(seq, operation)
         self._staged.append(LogRecord(seq, payload))
+        if operation.key is not None:
+            self._keys.remember(operation.key, KeyedWrite(seq, done))
         return seq, done
 
     def commit(self, sync: bool = True) -> int:
@@ -381,10 +386,40 @@ class LiveCollection:
         :class:`LogError` when the log fails: the staged operations then stay unseen and the
         collection takes no more writes."""
         staged, self._staged = self._staged, []
-        self._log.append(staged, sync=sync)
+        try:
+            self._log.append(staged, sync=sync)
+        except LogError:
+            self._keys.forget_after(self._visible)
+            raise
         if staged:
             self._visible = staged[-1].seq
         return self._visible
+
+    def apply_replicated(self, data: bytes) -> int:
+        """Append the leader's framed records ``data`` (:meth:`frames_after` of the leader's
+        copy, which must go on from :attr:`visible_seq`) to this collection's log with one
+        write and one fsync, applied to the segment, then let readers see them; returns the
+        visible sequence. ``ValueError`` (nothing applied) when a record is damaged, out of
+        sequence or not an operation; :class:`LogError` when the log fails. Call it with
+        nothing staged (a follower's writer thread)."""
+        if self._staged:
+            raise RuntimeError("apply_replicated() with writes staged")
+        if self._log.failed is not None:
+            raise LogError(f"the log stopped taking records: {self._log.failed}")
+        records = read_frames(data, self._segment.applied_seq)
+        operations = [decode(record.payload) for record in records]
+        for record, operation in zip(records, operations, strict=True):
+            done = self._segment.apply(record.seq, operation)
+            self._staged.append(record)
+            if operation.key is not None:
+                self._keys.remember(operation.key, KeyedWrite(record.seq, done))
+        return self.commit()
+
+    def frames_after(self, after: int, max_bytes: int) -> bytes:
+        """The framed records after ``after`` that readers see (at least one, then up to
+        ``max_bytes``): what a follower appends (:meth:`apply_replicated`). Any thread.
+        ``ValueError`` when a compaction has put them in the base (the follower needs it)."""
+        return self._log.frames_after(after, self._visible, max_bytes)
 
     def compact(self, index: BaseIndex | None = None) -> Compaction:
         """Write the items alive now, in row order (so the tie rule orders them as before), as
@@ -427,6 +462,7 @@ class LiveCollection:
                 raise BaseError(f"{self.folder}: cannot write a base: {exc}") from exc
             version = written.name
         try:
+            write_keys(self.folder, self._keys)
             publish_base(self.folder, version, seq)
             base = None if version is None else load_base(self.folder, version, seq, self.spec.dim)
         except OSError as exc:
@@ -439,6 +475,7 @@ class LiveCollection:
             while len(self._renumbered) > RENUMBERINGS_KEPT:
                 del self._renumbered[next(iter(self._renumbered))]
         self._view, self._visible = None, seq
+        self._base_seq, self._base_collection = seq, ITEMS
         self._log.replace_with([], after=seq)
         remove_unpublished(self.folder, version)
         return Compaction(

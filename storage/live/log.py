@@ -12,9 +12,11 @@ before it returns, so concurrent writers that hand their records over together s
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import os
 import struct
+import threading
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -91,15 +93,39 @@ def _scan(data: bytes) -> Iterator[tuple[LogRecord, int] | str]:
         offset, expected = end, seq + 1
 
 
-class WriteAheadLog:
-    """An open log file: :meth:`open` recovers it, :meth:`append` makes records durable."""
+def read_frames(data: bytes, after: int) -> list[LogRecord]:
+    """The records framed in ``data`` (records another log sent: a replica's copy), which must
+    go on from sequence ``after``; ``ValueError`` naming the first that is damaged, cut short or
+    out of sequence."""
+    records: list[LogRecord] = []
+    expected = after + 1
+    for found in _scan(data):
+        if isinstance(found, str):
+            raise ValueError(f"damaged records: {found}")
+        record, _ = found
+        if record.seq != expected:
+            raise ValueError(f"record {record.seq} does not follow {expected - 1}")
+        records.append(record)
+        expected += 1
+    return records
 
-    def __init__(self, path: Path, fd: int, last_seq: int, size: int) -> None:
+
+class WriteAheadLog:
+    """An open log file: :meth:`open` recovers it, :meth:`append` makes records durable,
+    :meth:`frames_after` reads them back for a replica."""
+
+    def __init__(
+        self, path: Path, fd: int, last_seq: int, size: int, offsets: list[int] | None = None
+    ) -> None:
         self.path = path
         self._fd = fd
         self._last_seq = last_seq
         self._size = size
         self._failed: str | None = None
+        self._offsets: list[int] = offsets or []
+        """Where each record in the file starts (the last one is :attr:`last_seq`)."""
+        self._lock = threading.Lock()
+        """Held while the file is replaced, and while a replica's records are read."""
 
     @classmethod
     def open(cls, path: Path, after: int = 0) -> tuple[WriteAheadLog, list[LogRecord], Recovery]:
@@ -117,11 +143,13 @@ class WriteAheadLog:
             with open(path, "rb") as handle:
                 data = handle.read()
             records: list[LogRecord] = []
+            offsets: list[int] = []
             good_end, reason = 0, None
             for found in _scan(data):
                 if isinstance(found, str):
                     reason = found
                     break
+                offsets.append(good_end)
                 record, good_end = found
                 records.append(record)
             if good_end < len(data):
@@ -136,7 +164,9 @@ class WriteAheadLog:
         last = max(records[-1].seq if records else 0, after)
         recovery = Recovery(len(records), len(data) - good_end, reason)
         kept = [record for record in records if record.seq > after]
-        return cls(path, fd, last, good_end), kept, recovery
+        if records and records[-1].seq < after:
+            offsets = []  # every record is held by the base: none is served from here
+        return cls(path, fd, last, good_end, offsets), kept, recovery
 
     @property
     def last_seq(self) -> int:
@@ -177,8 +207,13 @@ class WriteAheadLog:
         except OSError as exc:
             self._failed = f"{type(exc).__name__}: {exc}"
             raise LogError(f"{self.path}: {self._failed}") from exc
-        self._size += len(data)
-        self._last_seq = records[-1].seq
+        with self._lock:
+            start = self._size
+            for record in records:
+                self._offsets.append(start)
+                start += HEADER_BYTES + len(record.payload)
+            self._size += len(data)
+            self._last_seq = records[-1].seq
 
     def replace_with(self, records: Sequence[LogRecord], after: int = 0) -> None:
         """Replace the whole log with ``records`` (consecutive; the first may have any sequence
@@ -205,10 +240,45 @@ class WriteAheadLog:
         except OSError as exc:
             self._failed = f"{type(exc).__name__}: {exc}"
             raise LogError(f"{self.path}: {self._failed}") from exc
-        os.close(self._fd)
-        self._fd = fd
-        self._size = len(data)
-        self._last_seq = records[-1].seq if records else max(after, self._last_seq)
+        with self._lock:
+            os.close(self._fd)
+            self._fd = fd
+            self._size = len(data)
+            self._last_seq = records[-1].seq if records else max(after, self._last_seq)
+            self._offsets = []
+            start = 0
+            for record in records:
+                self._offsets.append(start)
+                start += HEADER_BYTES + len(record.payload)
+
+    @property
+    def first_seq(self) -> int:
+        """The sequence number of the first record in the file (:attr:`last_seq` + 1: none)."""
+        return self._last_seq - len(self._offsets) + 1
+
+    def frames_after(self, after: int, upto: int, max_bytes: int) -> bytes:
+        """The framed records after sequence ``after`` up to ``upto`` (at least one record,
+        then as many as fit in ``max_bytes``), read back from the file: what a replica appends
+        to its own copy. ``ValueError`` when the file no longer holds record ``after + 1`` (a
+        compaction emptied the log past it: the replica needs the base)."""
+        with self._lock:
+            first = self._last_seq - len(self._offsets) + 1
+            upto = min(upto, self._last_seq)
+            if after >= upto:
+                return b""
+            if after + 1 < first:
+                raise ValueError(f"the log starts at record {first}, after {after}")
+            offsets, size = self._offsets, self._size
+            first_index, last_index = after + 1 - first, upto - first
+            start = offsets[first_index]
+            # Record i ends where record i + 1 starts (the last one: at the file's end); send
+            # every record that ends within max_bytes of the start, and at least one.
+            fits = bisect.bisect_right(offsets, start + max_bytes, lo=first_index + 1) - 2
+            if fits == len(offsets) - 2 and size - start <= max_bytes:
+                fits = len(offsets) - 1
+            last = max(first_index, min(last_index, fits))
+            end = offsets[last + 1] if last + 1 < len(offsets) else size
+            return os.pread(self._fd, end - start, start)
 
     def sync(self) -> None:
         """fsync what :meth:`append` wrote without syncing."""

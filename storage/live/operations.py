@@ -2,7 +2,9 @@
 
 Everything replay needs is in the record, so replay never runs a model: an upsert carries its
 ids, its vectors (float32, already normalised) and each item's metadata and text; a delete
-carries ids (a delete by filter is resolved to ids before it is logged). A payload is
+carries ids (a delete by filter is resolved to ids before it is logged). Either may carry the
+idempotency key of the request that wrote it (:mod:`storage.live.idempotency`), so a retried
+request is recognised after a restart and on every replica. A payload is
 ``u32 header length | header JSON (UTF-8) | vectors (float32, little-endian, row-major)``. A
 compaction rewrites the log as one checkpoint: every live item, in row order.
 """
@@ -33,6 +35,8 @@ class Upsert:
     vectors: npt.NDArray[np.float32]
     metadata: tuple[Mapping[str, Any], ...]
     texts: tuple[str | None, ...]
+    key: str | None = None
+    """The idempotency key of the request that wrote it (None: none given)."""
 
     def __post_init__(self) -> None:
         n = len(self.ids)
@@ -53,6 +57,8 @@ class Delete:
     """Ids to delete (ids that are not there are ignored)."""
 
     ids: tuple[str, ...]
+    key: str | None = None
+    """The idempotency key of the request that wrote it (None: none given)."""
 
 
 Operation = Upsert | Checkpoint | Delete
@@ -63,6 +69,8 @@ def encode(operation: Operation) -> bytes:
     if isinstance(operation, Delete):
         header: dict[str, Any] = {"op": "delete", "ids": list(operation.ids)}
         body = b""
+        if operation.key is not None:
+            header["key"] = operation.key
     else:
         vectors = np.ascontiguousarray(operation.vectors, dtype="<f4")
         header = {
@@ -72,6 +80,8 @@ def encode(operation: Operation) -> bytes:
             "metadata": [dict(row) for row in operation.metadata],
             "texts": list(operation.texts),
         }
+        if operation.key is not None:
+            header["key"] = operation.key
         body = vectors.tobytes()
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     return _LENGTH.pack(len(text)) + text + body
@@ -83,8 +93,11 @@ def decode(payload: bytes) -> Operation:
         (length,) = _LENGTH.unpack_from(payload, 0)
         header = json.loads(payload[_LENGTH.size : _LENGTH.size + length].decode("utf-8"))
         ids = tuple(str(item) for item in header["ids"])
+        key = header.get("key")
+        if key is not None and not isinstance(key, str):
+            raise RecordFormatError("the idempotency key must be a string")
         if header["op"] == "delete":
-            return Delete(ids)
+            return Delete(ids, key)
         kind = {"upsert": Upsert, "checkpoint": Checkpoint}.get(header["op"])
         if kind is None:
             raise RecordFormatError(f"unknown operation {header['op']!r}")
@@ -93,7 +106,7 @@ def decode(payload: bytes) -> Operation:
         if len(body) != len(ids) * dim * 4:
             raise RecordFormatError("vector bytes do not match the ids and dimension")
         vectors = np.frombuffer(body, dtype="<f4").reshape(len(ids), dim).astype(np.float32)
-        return kind(ids, vectors, tuple(header["metadata"]), tuple(header["texts"]))
+        return kind(ids, vectors, tuple(header["metadata"]), tuple(header["texts"]), key)
     except (KeyError, TypeError, ValueError, struct.error, UnicodeDecodeError) as exc:
         if isinstance(exc, RecordFormatError):
             raise

@@ -227,10 +227,13 @@ CONFLICTS = {**MULTIMODAL, **WITHOUT_DEFAULT, **TWO_DIMENSIONS}
 CONFLICT_CODES = [
     code
     for code, status in STATUS_OF.items()
-    if status == 409 and code is not ErrorCode.BUNDLE_REJECTED and code not in WRITE_CODES
+    if status == 409
+    and code not in (ErrorCode.BUNDLE_REJECTED, ErrorCode.PROMOTION_REFUSED)
+    and code not in WRITE_CODES
 ]
-"""The codes of a request that does not fit what is served (the admin reload's 409 and the
-write routes' own aside: tests/api/test_collections_api.py)."""
+"""The codes of a request that does not fit what is served (the admin reload's 409, a refused
+promotion's (tests/api/test_replication_api.py) and the write routes' own aside:
+tests/api/test_collections_api.py)."""
 
 
 def _send(client: TestClient, case: Conflict) -> httpx.Response:

@@ -32,6 +32,7 @@ from service.settings import Settings
 from tests.api.test_collections_api import WRITE_CODES
 from tests.api.test_conflicts_api import CONFLICTS
 from tests.api.test_errors_api import BAD_REQUESTS
+from tests.api.test_replication_api import REPLICATION_CODES
 from tests.fakes.fake_bundles import write_fake_bundle
 from tests.fakes.fake_encoders import FAKE_VARIANT, FakeTextEncoder, fake_factory
 from tests.fakes.service_app import wait_ready
@@ -296,6 +297,7 @@ def test_every_error_code_is_exercised() -> None:
         | {fault.code for fault in FAULTS.values()}
         | {conflict.code for conflict in CONFLICTS.values()}
         | WRITE_CODES
+        | REPLICATION_CODES
     )
     assert exercised == set(ErrorCode)
     assert set(STATUS_OF) == set(ErrorCode)

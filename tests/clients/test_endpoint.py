@@ -10,11 +10,18 @@ import crisscross_client as cc
 from crisscross_client._endpoint import Endpoint
 from crisscross_client._methods import ClientMethods
 
-ENDPOINTS = [name for name, value in vars(ClientMethods).items() if isinstance(value, Endpoint)]
+ENDPOINTS = [
+    name
+    for owner in ClientMethods.__mro__
+    for name, value in vars(owner).items()
+    if isinstance(value, Endpoint)
+]
+"""Every method, with those of the mixins ``ClientMethods`` inherits (``CollectionMethods``)."""
 
 
 def test_every_endpoint_is_a_method_of_both_clients_with_one_signature() -> None:
     assert {"search", "search_many", "upsert", "request", "load_limits"} <= set(ENDPOINTS)
+    assert len(ENDPOINTS) == len(set(ENDPOINTS))  # no method written twice (one hides another)
     for name in ENDPOINTS:
         plain, awaited = getattr(cc.Client, name), getattr(cc.AsyncClient, name)
         assert not inspect.iscoroutinefunction(plain), name

@@ -286,6 +286,16 @@ def _schemas(document: dict[str, Any]) -> dict[str, Any]:
             ]["schema"]["properties"].pop("offset"),
             "search_upload: the form is",
         ),
+        (
+            lambda d: _schemas(d)["ReplicationStatus"]["properties"].update(
+                leader_term={"type": "integer"}
+            ),
+            "ReplicationStatus: lacks the field 'leader_term'",
+        ),
+        (
+            lambda d: _schemas(d)["ReplicaPosition"]["required"].remove("seq"),
+            "ReplicaPosition.seq: ReplicaPosition has it optional",
+        ),
     ],
     ids=[
         "field-removed",
@@ -301,6 +311,8 @@ def _schemas(document: dict[str, Any]) -> dict[str, Any]:
         "method-changed",
         "answer-schema-changed",
         "upload-form",
+        "replication-status",
+        "nested-replica-position",
     ],
 )
 def test_drift_is_reported(

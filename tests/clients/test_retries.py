@@ -1,5 +1,6 @@
 """Retries: which failures are retried, the waits (Retry-After, backoff with jitter), and that
-a write that may have been applied is retried only when it is idempotent."""
+a write that may have been applied is retried only when it is idempotent (item writes are:
+each carries an Idempotency-Key; see test_replicas.py)."""
 
 from __future__ import annotations
 
@@ -134,6 +135,11 @@ def test_an_idempotent_write_is_retried_whatever_failed() -> None:
     with _client(script, []) as client:
         assert client.delete_items("notes", ids=["a"]).deleted == 1
     assert script.calls == 2
+    # A delete by filter carries an Idempotency-Key too: the service applies it once.
+    script = Script(httpx.ReadTimeout("slow"), httpx.Response(200, json=deleted))
+    with _client(script, []) as client:
+        assert client.delete_items("notes", filter={"field": "k", "eq": 1}).deleted == 1
+    assert script.calls == 2
 
 
 @pytest.mark.parametrize(
@@ -147,7 +153,6 @@ def test_a_write_that_may_have_been_applied_is_not_retried(
     created = httpx.Response(201, json={"name": "n"})
     calls: list[Callable[[cc.Client], object]] = [
         lambda c: c.create_collection("notes", dim=4),
-        lambda c: c.delete_items("notes", filter={"field": "k", "eq": 1}),
         lambda c: c.compact("notes"),
         lambda c: c.snapshot("notes"),
         lambda c: c.delete_collection("notes"),

@@ -15,7 +15,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -279,18 +279,21 @@ class LivePrometheus:
         return result
 
 
-def live_config(service: LiveService, rule_files: list[Path]) -> dict[str, Any]:
+def live_config(
+    service: LiveService, rule_files: list[Path], also: Sequence[LiveService] = ()
+) -> dict[str, Any]:
     """The shipped ``prometheus.yml`` with only what a test must change: the target (the live
-    service's host:port instead of ``crisscross:8000``), the rule files (the repository's, not
-    the ``/etc/prometheus`` of the container) and the intervals (1 s; the timeout may not exceed
-    the interval). Job name, metrics path, scheme and everything else stay as shipped."""
+    service's host:port instead of ``crisscross:8000``, and those of ``also``: the other members
+    of a replica set), the rule files (the repository's, not the ``/etc/prometheus`` of the
+    container) and the intervals (1 s; the timeout may not exceed the interval). Job name,
+    metrics path, scheme and everything else stay as shipped."""
     config: dict[str, Any] = copy.deepcopy(load_yaml(PROMETHEUS_CONFIG))
     for setting in ("scrape_interval", "scrape_timeout", "evaluation_interval"):
         config["global"][setting] = TEST_INTERVAL
     config["rule_files"] = [str(path) for path in rule_files]
     (job,) = [job for job in config["scrape_configs"] if job["job_name"] == SCRAPE_JOB]
     (static,) = job["static_configs"]
-    static["targets"] = [urlsplit(service.url).netloc]
+    static["targets"] = [urlsplit(member.url).netloc for member in (service, *also)]
     return config
 
 
@@ -349,6 +352,31 @@ def wait_for_target_up(prometheus: LivePrometheus) -> dict[str, Any]:
         return ours[0] if ours and ours[0]["health"] == "up" else None
 
     return wait_for(up, f"the {SCRAPE_JOB} target to be up")
+
+
+def wait_for_targets_up(prometheus: LivePrometheus, count: int) -> list[dict[str, Any]]:
+    """The ``count`` scrape targets of the ``crisscross`` job once a scrape of each has
+    succeeded."""
+
+    def up() -> list[dict[str, Any]] | None:
+        targets = prometheus.api("targets", state="active")["activeTargets"]
+        ours = [target for target in targets if target["labels"]["job"] == SCRAPE_JOB]
+        assert len(ours) <= count, targets
+        healthy = [target for target in ours if target["health"] == "up"]
+        return healthy if len(healthy) == count else None
+
+    return wait_for(up, f"{count} {SCRAPE_JOB} targets to be up")
+
+
+def wait_for_rates(prometheus: LivePrometheus, count: int) -> None:
+    """Wait until each of the ``count`` targets has been scraped twice since it had its first
+    requests: a rate over what happened before the first scrape has its two samples."""
+
+    def rated() -> bool | None:
+        found = prometheus.query("count by (instance) (rate(crisscross_requests_total[1m]))")
+        return len(found) == count or None
+
+    wait_for(rated, f"rates of {count} targets")
 
 
 def wait_for_result(prometheus: LivePrometheus, expr: str) -> list[dict[str, Any]]:

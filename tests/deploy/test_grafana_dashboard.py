@@ -14,8 +14,12 @@ dashboard, checked against what a live service really exports.
   ``service.metrics.METRICS``, needs no service: ``tests/unit/service/test_metrics.py``.)
 - A real Prometheus scraping that service evaluates every panel query (variables set to All,
   ``$__rate_interval`` to 1m) without error, and with data except where the service has had
-  nothing of the kind (no 503, no refusal, no reload); the variables list the served variant,
-  collections and routes.
+  nothing of the kind (no 503, no refusal, no reload, no replica); the variables list the served
+  variant, collections and routes.
+- A real replica set (a leader and a follower, each a live service with its own collections)
+  that has had a write acknowledged by both and a write refused by the follower samples every
+  replication metric, and a real Prometheus scraping both evaluates every panel of the
+  "Replicas" row with data.
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from service.metrics import METRICS
 from tests.conftest import require_tools
 from tests.deploy.monitoring import (
     DASHBOARD_PROVIDERS,
@@ -51,9 +57,12 @@ from tests.deploy.monitoring import (
     start_prometheus,
     stop_prometheus,
     variable_queries,
+    wait_for_rates,
     wait_for_result,
     wait_for_target_up,
+    wait_for_targets_up,
 )
+from tests.deploy.replicas import drive_replication, start_replica_set, stop_replica_set
 from tests.e2e.conftest import LiveService, start_service, stop_service
 
 DATASOURCE_UID = "prometheus"
@@ -95,6 +104,33 @@ MAY_BE_EMPTY = frozenset(
         "Client refusals/s by reason",
         "Reloads by outcome",
         "Query cache lookups/s by result",
+    }
+)
+ROW_REPLICAS = "Replicas"
+# The Replicas row's panels that need a follower (or a write a follower acknowledges or refuses):
+# empty on a server alone, with data on a replica set.
+EMPTY_ALONE = frozenset(
+    {
+        "Replication lag (records)",
+        "Replication lag (seconds)",
+        "Follower positions (seq) reported to the leader",
+        "Writes refused/s by reason (replication)",
+        "Acknowledgement wait (p50, p99) by acks",
+        "Catch-up bytes/s by kind",
+        "Collections installed whole by reason",
+    }
+)
+# The metrics only the members of a replica set sample (a labelled family with no sample yet on
+# a server alone); tested on one below.
+REPLICA_SET_SAMPLES = frozenset(
+    {
+        "crisscross_replication_lag_records",
+        "crisscross_replication_lag_seconds",
+        "crisscross_replication_follower_seq",
+        "crisscross_replication_refused_writes_total",
+        "crisscross_replication_ack_seconds_bucket",
+        "crisscross_replication_catchup_bytes_total",
+        "crisscross_replication_installs_total",
     }
 )
 # Grafana's variables as a test sets them: every variable at All, the intervals at 1m.
@@ -193,6 +229,38 @@ def test_the_dashboard_covers_what_an_operator_needs() -> None:
     assert used >= OPERATOR_METRICS, sorted(OPERATOR_METRICS - used)
 
 
+def row_panels(title: str) -> list[dict[str, Any]]:
+    """The panels under the (expanded) row ``title``, up to the next row."""
+    found: list[dict[str, Any]] | None = None
+    for panel in dashboard()["panels"]:
+        if panel["type"] == "row":
+            if found is not None:
+                break
+            if panel["title"] == title:
+                assert not panel["collapsed"]
+                found = []
+        elif found is not None:
+            found.append(panel)
+    assert found, f"no row {title!r}"
+    return found
+
+
+def test_the_replicas_row_shows_every_replication_metric() -> None:
+    panels = row_panels(ROW_REPLICAS)
+    titles = {panel["title"] for panel in panels}
+    assert titles > EMPTY_ALONE
+    shown = {
+        metric_family(name)
+        for panel in panels
+        for target in panel["targets"]
+        for name in metric_names(target["expr"])
+    }
+    replication = {metric_family(spec.name) for spec in METRICS if "_replication_" in spec.name}
+    assert len(replication) == 10
+    assert replication <= shown, sorted(replication - shown)
+    assert {metric_family(name) for name in REPLICA_SET_SAMPLES} <= replication
+
+
 # -- Against a live service and a real Prometheus -------------------------------------------------
 
 
@@ -247,7 +315,7 @@ def test_every_metric_the_dashboard_uses_is_exported(stack: Stack) -> None:
         "crisscross_client_refusals_total",
         "crisscross_query_cache_lookups_total",
     }
-    unsampled = used - stack.sampled - PROMETHEUS_SERIES - events
+    unsampled = used - stack.sampled - PROMETHEUS_SERIES - events - REPLICA_SET_SAMPLES
     assert unsampled == set(), sorted(unsampled)
 
 
@@ -273,7 +341,7 @@ def test_prometheus_runs_every_panel_query(stack: Stack) -> None:
     for title, expr in panel_exprs():
         if not prometheus.query(substitute(expr)):  # fails on a query Prometheus refuses
             empty.append(title)
-    assert set(empty) <= MAY_BE_EMPTY, sorted(set(empty) - MAY_BE_EMPTY)
+    assert set(empty) <= MAY_BE_EMPTY | EMPTY_ALONE, sorted(set(empty) - MAY_BE_EMPTY - EMPTY_ALONE)
 
 
 def test_the_variables_list_what_is_served(stack: Stack) -> None:
@@ -289,3 +357,64 @@ def test_the_variables_list_what_is_served(stack: Stack) -> None:
     assert values["variant"] == {"scenes-dual-encoder"}
     assert values["collection"] == {"captions", "images"}
     assert {"/v1/search", "/v1/search/upload"} <= values["route"]
+
+
+# -- A replica set and a real Prometheus ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplicaStack:
+    """A leader and its follower that have replicated a write and refused one, what their
+    /metrics sampled then, and the Prometheus scraping both."""
+
+    members: list[LiveService]
+    sampled: set[str]
+    prometheus: LivePrometheus
+
+
+@pytest.fixture(scope="module")
+def replica_stack(
+    scenes_roots: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReplicaStack]:
+    tools = require_tools("prometheus")
+    root = tmp_path_factory.mktemp("grafana-replicas")
+    variants_root, bundles_root = scenes_roots
+    members = start_replica_set(variants_root, bundles_root, root, 2)
+    try:
+        leader, follower = members
+        drive_replication(leader, [follower])
+        sampled = set().union(*(live_metric_names(member)[1] for member in members))
+        prometheus = start_prometheus(
+            tools["prometheus"], live_config(leader, [], also=[follower]), root / "prometheus"
+        )
+        try:
+            yield ReplicaStack(members, sampled, prometheus)
+        finally:
+            stop_prometheus(prometheus)
+    finally:
+        stop_replica_set(members)
+
+
+def test_a_replica_set_samples_every_replication_metric(replica_stack: ReplicaStack) -> None:
+    used = {name for name in dashboard_metric_names() if "_replication_" in name}
+    assert used >= REPLICA_SET_SAMPLES
+    assert used - replica_stack.sampled == set(), sorted(used - replica_stack.sampled)
+
+
+def test_prometheus_shows_every_replicas_panel_with_data(replica_stack: ReplicaStack) -> None:
+    prometheus = replica_stack.prometheus
+    wait_for_targets_up(prometheus, len(replica_stack.members))
+    # rate() needs two scrapes of each member, of what happened before the first.
+    wait_for_rates(prometheus, len(replica_stack.members))
+    empty = [
+        panel["title"]
+        for panel in row_panels(ROW_REPLICAS)
+        for target in panel["targets"]
+        if not prometheus.query(substitute(target["expr"]))
+    ]
+    assert empty == []
+    # Each member shows its role: one leader (1), one follower (2).
+    (roles,) = [p for p in row_panels(ROW_REPLICAS) if p["title"] == "Replica role by instance"]
+    (target,) = roles["targets"]
+    values = sorted(float(series["value"][1]) for series in prometheus.query(target["expr"]))
+    assert values == [1.0, 2.0]

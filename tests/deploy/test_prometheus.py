@@ -12,6 +12,11 @@ real Prometheus against a real service.
 - A corrupt bundle version refused by a real ``POST /v1/admin/reload`` (409) sets
   ``CrisscrossReloadFailed`` pending, although the series of that outcome is new (the first
   rejection of the process).
+- ``promtool check config`` accepts ``prometheus.replicas.yml`` (the replicated compose layout's),
+  which differs from ``prometheus.yml`` only in its targets.
+- A Prometheus scraping a real replica set (a leader and its follower, a write replicated and
+  one refused) evaluates every replication rule against the real series with none active; once
+  the leader stops, ``CrisscrossReplicaSetNoLeader`` turns pending.
 """
 
 from __future__ import annotations
@@ -42,9 +47,12 @@ from tests.deploy.monitoring import (
     start_prometheus,
     stop_prometheus,
     wait_for,
+    wait_for_rates,
     wait_for_result,
     wait_for_target_up,
+    wait_for_targets_up,
 )
+from tests.deploy.replicas import drive_replication, start_replica_set, stop_replica_set
 from tests.e2e.conftest import LiveService, start_service, stop_service
 
 CONTAINER_RULES = "/etc/prometheus/alerts.yml"
@@ -53,6 +61,18 @@ BUNDLE = "scenes"
 ADMIN_KEY = "deploy-monitoring-admin-key-0123456789"
 RELOAD_ENV = {"CRISSCROSS_ADMIN_KEYS": ADMIN_KEY, "CRISSCROSS_ADMIN_RELOAD": "true"}
 RELOAD_ALERT = "CrisscrossReloadFailed"
+NO_LEADER_ALERT = "CrisscrossReplicaSetNoLeader"
+REPLICATION_ALERTS = frozenset(
+    {
+        "CrisscrossReplicationLag",
+        NO_LEADER_ALERT,
+        "CrisscrossReplicaFenced",
+        "CrisscrossLeaderWithoutMajority",
+        "CrisscrossWritesNotReplicated",
+        "CrisscrossWritesMisdirected",
+    }
+)
+REPLICAS_CONFIG = PROMETHEUS_CONFIG.with_name("prometheus.replicas.yml")
 
 
 def promtool(tools: dict[str, str], *arguments: str) -> None:
@@ -92,6 +112,27 @@ def test_promtool_checks_the_shipped_config(tmp_path: Path) -> None:
     promtool(tools, "check", "config", str(copy))
 
 
+def test_promtool_checks_the_replicas_config(tmp_path: Path) -> None:
+    """The replicated layout's config: the shipped one but for its three targets."""
+    tools = require_tools("promtool")
+    replicas = load_yaml(REPLICAS_CONFIG)
+    single = load_yaml(PROMETHEUS_CONFIG)
+    (job,) = replicas["scrape_configs"]
+    (static,) = job.pop("static_configs")
+    assert len(static["targets"]) == 3
+    (single_job,) = single["scrape_configs"]
+    single_job.pop("static_configs")
+    assert job == single_job
+    assert {k: v for k, v in replicas.items() if k != "scrape_configs"} == {
+        k: v for k, v in single.items() if k != "scrape_configs"
+    }
+    shipped = REPLICAS_CONFIG.read_text()
+    assert shipped.count(CONTAINER_RULES) == 1
+    copy = tmp_path / "prometheus.replicas.yml"
+    copy.write_text(shipped.replace(CONTAINER_RULES, str(ALERT_RULES)))
+    promtool(tools, "check", "config", str(copy))
+
+
 def test_promtool_checks_the_alert_rules() -> None:
     tools = require_tools("promtool")
     promtool(tools, "check", "rules", str(ALERT_RULES))
@@ -109,6 +150,7 @@ def test_every_alert_has_a_for_a_severity_and_annotations() -> None:
         "CrisscrossHighLatencyP99",
         "CrisscrossConnectionsRefused",
         RELOAD_ALERT,
+        *REPLICATION_ALERTS,
     }
     assert set(names) == expected
     for rule in rules:
@@ -258,3 +300,82 @@ def test_a_refused_reload_sets_the_reload_alert_pending(stack: Stack) -> None:
     (ready,) = prometheus.query("crisscross_ready")
     assert float(ready["value"][1]) == 1.0
     assert set(active_alerts(prometheus)) == {RELOAD_ALERT}
+
+
+# -- A real Prometheus scraping a real replica set ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplicaStack:
+    """A leader and its follower (a write replicated, one refused) and the Prometheus scraping
+    both with the shipped rules."""
+
+    members: list[LiveService]
+    prometheus: LivePrometheus
+
+
+@pytest.fixture(scope="module")
+def replica_stack(
+    scenes_roots: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ReplicaStack]:
+    tools = require_tools("prometheus")
+    root = tmp_path_factory.mktemp("prometheus-replicas")
+    variants_root, bundles_root = scenes_roots
+    members = start_replica_set(variants_root, bundles_root, root, 2)
+    try:
+        leader, follower = members
+        drive_replication(leader, [follower])
+        prometheus = start_prometheus(
+            tools["prometheus"],
+            live_config(leader, [ALERT_RULES], also=[follower]),
+            root / "prometheus",
+        )
+        try:
+            yield ReplicaStack(members, prometheus)
+        finally:
+            stop_prometheus(prometheus)
+    finally:
+        stop_replica_set(members)
+
+
+def test_the_replication_rules_run_quiet_on_a_healthy_set(replica_stack: ReplicaStack) -> None:
+    prometheus = replica_stack.prometheus
+    wait_for_targets_up(prometheus, len(replica_stack.members))
+    # Two scrapes of each, so that the rates and the fetch traffic are in.
+    wait_for_rates(prometheus, len(replica_stack.members))
+    roles = wait_for_result(prometheus, "crisscross_replication_role == 1")
+    assert sorted(series["metric"]["role"] for series in roles) == ["follower", "leader"]
+
+    def evaluated() -> bool | None:
+        groups = prometheus.api("rules", type="alert")["groups"]
+        return all(group["lastEvaluation"][:4] != "0001" for group in groups) or None
+
+    wait_for(evaluated, "every rule group to be evaluated")
+    for group in prometheus.api("rules", type="alert")["groups"]:
+        for rule in group["rules"]:
+            assert rule["health"] == "ok", rule
+    for rule in alert_rules():
+        if rule["alert"] in REPLICATION_ALERTS:
+            prometheus.query(rule["expr"])  # fails unless it evaluates
+    # The leader is followed by its one follower: a majority of two.
+    (followers,) = prometheus.query("crisscross_replication_followers == 1")
+    assert followers["metric"]["instance"] == replica_stack.members[0].url.removeprefix("http://")
+    assert set(active_alerts(prometheus)) & REPLICATION_ALERTS == set()
+
+
+def test_a_stopped_leader_sets_the_no_leader_alert_pending(replica_stack: ReplicaStack) -> None:
+    prometheus = replica_stack.prometheus
+    leader = replica_stack.members[0]
+    wait_for_targets_up(prometheus, len(replica_stack.members))
+    wait_for_result(prometheus, 'crisscross_replication_role{role="leader"} == 1')
+    assert NO_LEADER_ALERT not in active_alerts(prometheus)
+
+    assert stop_service(leader) == 0, leader.log()
+
+    def pending() -> list[dict[str, Any]] | None:
+        return active_alerts(prometheus).get(NO_LEADER_ALERT)
+
+    (alert,) = wait_for(pending, f"{NO_LEADER_ALERT} to become active")
+    assert alert["state"] == "pending"  # for: 1m, longer than this test waits
+    assert alert["labels"]["job"] == SCRAPE_JOB
+    assert alert["labels"]["severity"] == "critical"

@@ -75,6 +75,10 @@ ROUTES: Mapping[str, Route] = {
     "reload": Route("POST", "/v1/admin/reload", m.ReloadRequest, m.ReloadResponse),
     "embeddings": Route("POST", "/v1/embeddings", m.EmbeddingsRequest, m.EmbeddingsResponse),
     "models": Route("GET", "/v1/models", None, m.ModelsResponse),
+    "replication_status": Route("GET", "/v1/replication", None, m.ReplicationStatus),
+    "replication_position": Route("GET", "/v1/replication/position", None, m.PositionResponse),
+    "promote": Route("POST", "/v1/replication/promote", None, m.ReplicationStatus),
+    "follow": Route("POST", "/v1/replication/follow", m.FollowBody, m.ReplicationStatus),
 }
 
 
@@ -92,9 +96,20 @@ class Call(Generic[R]):
 
     Attributes:
         idempotent: whether sending it twice does no more than sending it once (see
-            :mod:`crisscross_client._transport`).
+            :mod:`crisscross_client._transport`); a write carrying an ``Idempotency-Key`` in
+            ``headers`` is (the service applies it once, whatever the retries).
         retry: whether it may be retried at all.
         timeout: seconds each attempt may take (``None``: the plan's, else the client's).
+        writes: the live collection this write changes: the ``seq`` of its answer is
+            remembered for read-your-writes (:mod:`crisscross_client._written_seqs`).
+        reads: the live collections this read reads: it asks for at least the sequence
+            number the client's writes to them reached (``X-Min-Seq``).
+        resets: a live collection this call creates or drops: what the client remembers of
+            its sequence numbers is forgotten once it is answered (a new one starts at 0).
+        to_leader: whether a 421 ``not_leader`` naming the leader (``x-leader``) is followed:
+            the request is sent to that leader once more.
+        origin: the service root it goes to instead of the client's (the leader, after a
+            421); ``None``: the client's.
     """
 
     method: str
@@ -109,13 +124,23 @@ class Call(Generic[R]):
     idempotent: bool = True
     retry: bool = True
     timeout: float | None = None
+    writes: str | None = None
+    reads: tuple[str, ...] = ()
+    resets: str | None = None
+    to_leader: bool = False
+    origin: str | None = None
+
+    def url(self, base_url: str) -> str:
+        """Where it goes, given the client's ``base_url``."""
+        return f"{self.origin or base_url}{self.path}"
 
     def http_arguments(self) -> dict[str, Any]:
-        """The arguments of ``httpx.Client.request`` (or the async one's) that send it."""
+        """The arguments of ``httpx.Client.request`` (or the async one's) that send it (an
+        absolute URL when it has an ``origin``: httpx then ignores the client's root)."""
         return {
             "timeout": httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout,
             "method": self.method,
-            "url": self.path,
+            "url": self.path if self.origin is None else self.url(self.origin),
             "json": self.json,
             "content": self.content,
             "params": self.params,
@@ -206,10 +231,15 @@ def model_call(
     *,
     idempotent: bool = True,
     params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    writes: str | None = None,
+    reads: tuple[str, ...] = (),
+    resets: str | None = None,
+    to_leader: bool = False,
     **parts: str,
 ) -> Call[M]:
     """A call of ``route`` with a request model, read as ``answer`` (the route's answer
-    model in :data:`ROUTES`)."""
+    model in :data:`ROUTES`); the keywords are :class:`Call`'s."""
     spec = ROUTES[route]
     if spec.response is not answer:
         raise ValueError(f"{route} answers {spec.response}, not {answer.__name__}")
@@ -222,7 +252,12 @@ def model_call(
         reader(answer),
         json=payload,
         params=params,
+        headers=headers,
         idempotent=idempotent,
+        writes=writes,
+        reads=reads,
+        resets=resets,
+        to_leader=to_leader,
     )
 
 
@@ -240,4 +275,5 @@ def answer_error(response: httpx.Response, retry_after: float | None) -> Crisscr
         retry_after=retry_after,
         method=response.request.method,
         url=str(response.request.url),
+        headers=response.headers,
     )

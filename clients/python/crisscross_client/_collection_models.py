@@ -108,8 +108,24 @@ class CollectionInfo(ResponseModel):
     on_disk: bool = False
 
 
+Acks = Literal["leader", "majority", "all"]
+"""How many replicas hold a write on disk before it is answered: the leader alone, a majority
+of the replica set (the service's default), or all of them."""
+
+
+class ReplicaPosition(ResponseModel):
+    """One replica of a live collection and the last sequence number it holds (a follower's:
+    durable)."""
+
+    url: str | None
+    role: str
+    seq: int
+
+
 class LiveCollectionInfo(ResponseModel):
-    """A live collection (written over HTTP)."""
+    """A live collection (written over HTTP). ``acks`` is its acknowledgement policy (None:
+    the server's default_acks); ``replicas`` the replicas the answering server knows of, itself
+    first (on a leader: every follower that fetched in its term)."""
 
     name: str
     dim: int
@@ -123,6 +139,8 @@ class LiveCollectionInfo(ResponseModel):
     index: str
     log_bytes: int
     created: str
+    acks: str | None = None
+    replicas: list[ReplicaPosition] = Field(default_factory=list)
 
 
 class ShardInfo(ResponseModel):
@@ -173,7 +191,8 @@ class SnapshotRef(RequestModel):
 
 class CreateCollectionRequest(RequestModel):
     """``POST /v1/collections``: a variant (it embeds texts and images) or a dimension (client
-    vectors only), typed metadata fields, an index factory."""
+    vectors only), typed metadata fields, an index factory, and the acknowledgement policy of
+    its writes (``acks``; None: the server's default_acks)."""
 
     name: str
     variant: str | None = None
@@ -182,6 +201,7 @@ class CreateCollectionRequest(RequestModel):
     from_snapshot: SnapshotRef | None = None
     fields: dict[str, FieldType] | None = None
     from_bundle: str | None = None
+    acks: Acks | None = None
 
 
 class WriteItem(RequestModel):

@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, Protocol, Ty
 import httpx
 
 from crisscross_client._calls import Call, Plan, answer_error
-from crisscross_client._settings import ClientSettings, checked_timeout
+from crisscross_client._settings import ClientSettings, checked_timeout, checked_url
 from crisscross_client._transport import error_code_of, retry_after_seconds
+from crisscross_client._written_seqs import MIN_SEQ_HEADER
+from crisscross_client.errors import LEADER_HEADER, ReplicationTimeoutError
 
 if TYPE_CHECKING:
     from crisscross_client.response_info import ResponseInfo
@@ -180,32 +182,86 @@ def _plan_steps(settings: ClientSettings, plan: Plan[Any, T]) -> Generator[Step,
 
 
 def _call_steps(settings: ClientSettings, call: Call[R]) -> Generator[Step, Outcome, R]:
-    """One call's attempts: sent, retried after the waits the policy sets, then read."""
+    """One call's attempts: sent, retried after the waits the policy sets, sent once more to
+    the leader a 421 ``not_leader`` names (:attr:`Call.to_leader`), then read.
+
+    A read of collections the client wrote asks for its writes (``X-Min-Seq``, when the
+    settings' ``read_your_writes``); a write's answered ``seq`` is remembered for that (also
+    the ``x-seq`` of a 503 ``replication_timeout``: the write holds on the leader)."""
     if call.timeout is None:
         call = dataclasses.replace(call, timeout=settings.timeout)
+    call = _with_min_seq(settings, call)
     policy = settings.retry
     started = time.perf_counter()
-    for retries in itertools.count():
+    redirected = False
+    retries = 0
+    for attempts in itertools.count(1):
         outcome = yield call
         if isinstance(outcome, httpx.TransportError):
             if call.retry and policy.retry_failure(retries, outcome, idempotent=call.idempotent):
-                yield policy.backoff(retries + 1)
+                retries += 1
+                yield policy.backoff(retries)
                 continue
-            settings.record(call, None, time.perf_counter() - started, retries + 1)
+            settings.record(call, None, time.perf_counter() - started, attempts)
             raise settings.failure(call, outcome) from outcome
         assert outcome is not None
+        if not redirected and call.to_leader and (leader := _leader_of(outcome)) is not None:
+            redirected = True  # once per call: the leader named may have changed since
+            call = dataclasses.replace(call, origin=leader)
+            continue
         retry_after = retry_after_seconds(outcome.headers.get("retry-after"))
         if not outcome.is_success and call.retry:
             code = error_code_of(outcome)
             status = outcome.status_code
             if policy.retry_answer(retries, status, code, retry_after, idempotent=call.idempotent):
-                yield policy.wait(retries + 1, retry_after)
+                retries += 1
+                yield policy.wait(retries, retry_after)
                 continue
-        settings.record(call, outcome, time.perf_counter() - started, retries + 1)
+        settings.record(call, outcome, time.perf_counter() - started, attempts)
         if not outcome.is_success:
-            raise answer_error(outcome, retry_after)
-        return call.read(outcome)
+            error = answer_error(outcome, retry_after)
+            if isinstance(error, ReplicationTimeoutError) and call.writes and error.seq:
+                settings.written.saw(call.writes, error.seq)
+            raise error
+        answer = call.read(outcome)
+        _remember(settings, call, answer)
+        return answer
     raise AssertionError("unreachable")
+
+
+def _with_min_seq(settings: ClientSettings, call: Call[R]) -> Call[R]:
+    """``call`` asking for the client's writes to the collections it reads (``X-Min-Seq``),
+    when it reads any the client wrote and the settings want read-your-writes."""
+    if not call.reads or not settings.read_your_writes:
+        return call
+    wanted = settings.written.header(call.reads)
+    if wanted is None:
+        return call
+    return dataclasses.replace(call, headers={**(call.headers or {}), MIN_SEQ_HEADER: wanted})
+
+
+def _leader_of(response: httpx.Response) -> str | None:
+    """The leader a 421 ``not_leader`` answer names (``x-leader``), if it names a valid
+    ``http(s)`` URL; ``None`` for any other answer."""
+    if response.status_code != 421 or error_code_of(response) != "not_leader":
+        return None
+    named = response.headers.get(LEADER_HEADER)
+    if not named:
+        return None
+    try:
+        return checked_url(named, LEADER_HEADER)
+    except ValueError:
+        return None
+
+
+def _remember(settings: ClientSettings, call: Call[Any], answer: object) -> None:
+    """Keep what an answered call tells of the collections' sequence numbers: a write's
+    ``seq``; a creation or a drop starts a collection's numbers again."""
+    if call.resets is not None:
+        settings.written.forget(call.resets)
+    seq = getattr(answer, "seq", None)
+    if call.writes is not None and isinstance(seq, int) and not isinstance(seq, bool):
+        settings.written.saw(call.writes, seq)
 
 
 @dataclass

@@ -2,10 +2,12 @@
 :class:`~crisscross_client.AsyncClient`, each written once.
 
 Each method here builds the :class:`~crisscross_client._calls.Plan` of its requests (with
-the shared builders of :mod:`crisscross_client._requests`); the decorator
-:func:`~crisscross_client._endpoint.endpoint` makes it a plain method of the sync client and a
-coroutine method of the async one, with this signature and docstring, returning the plan's
-result (see the README's "How the client is built").
+the shared builders of :mod:`crisscross_client._requests`); the methods on live collections are
+in the mixin :class:`~crisscross_client._collection_methods.CollectionMethods`, which
+:class:`ClientMethods` inherits (their builders: :mod:`crisscross_client._collection_requests`).
+The decorator :func:`~crisscross_client._endpoint.endpoint` makes each a plain method of the
+sync client and a coroutine method of the async one, with this signature and docstring, returning
+the plan's result (see the README's "How the client is built").
 
 Every method ends with the keyword-only parameter ``timeout: float | None = None`` (seconds per
 attempt, overriding the client's): the decorator applies it to the whole plan and does not pass
@@ -15,7 +17,7 @@ it on, so the builders never read it (a new method declares it too; ``test_endpo
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 import httpx
@@ -23,6 +25,7 @@ import httpx
 from crisscross_client import _requests as rq
 from crisscross_client import models as m
 from crisscross_client._calls import Call, Plan, as_is, json_of, single
+from crisscross_client._collection_methods import CollectionMethods
 from crisscross_client._endpoint import endpoint
 from crisscross_client._settings import ClientSettings
 from crisscross_client._transport import RetryPolicy
@@ -32,8 +35,9 @@ from crisscross_client.queries import ItemInput
 from crisscross_client.response_info import ResponseInfo
 
 
-class ClientMethods:
-    """What both clients have: their settings, and every public method (see the module)."""
+class ClientMethods(CollectionMethods):
+    """What both clients have: their settings, and every public method (see the module; those
+    on live collections inherited from :class:`CollectionMethods`)."""
 
     _settings: ClientSettings
 
@@ -67,13 +71,40 @@ class ClientMethods:
         """Seconds each attempt of a call may take (a method's ``timeout=`` overrides it)."""
         return self._settings.timeout
 
-    def with_options(self, *, timeout: float | None = None, max_retries: int | None = None) -> Self:
-        """A copy of this client with another ``timeout`` (seconds per attempt) and/or
-        ``max_retries`` (the rest of its retry policy kept), sharing its connection pool, key,
-        headers and last-response record: ``client.with_options(timeout=2).search(...)``.
-        Closing either closes the pool they share."""
+    @property
+    def acks(self) -> m.Acks | None:
+        """The ``acks`` of writes that name none (``None``: the collection's policy, else the
+        server's default_acks)."""
+        return self._settings.acks
+
+    @property
+    def read_your_writes(self) -> bool:
+        """Whether reads of the collections this client wrote ask for its writes
+        (``X-Min-Seq``), so that any replica answering them sees them."""
+        return self._settings.read_your_writes
+
+    @property
+    def written_seqs(self) -> dict[str, int]:
+        """Live collection → the highest sequence number this client's writes to it were
+        answered with (what its reads ask for, with ``read_your_writes``)."""
+        return self._settings.written.snapshot()
+
+    def with_options(
+        self,
+        *,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        acks: m.Acks | None = None,
+    ) -> Self:
+        """A copy of this client with another ``timeout`` (seconds per attempt), ``max_retries``
+        (the rest of its retry policy kept) and/or default ``acks`` of writes, sharing its
+        connection pool, key, headers, last-response record and the sequence numbers it wrote
+        (read-your-writes): ``client.with_options(timeout=2).search(...)``. Closing either
+        closes the pool they share."""
         changed = copy.copy(self)
-        changed._settings = self._settings.with_options(timeout=timeout, max_retries=max_retries)
+        changed._settings = self._settings.with_options(
+            timeout=timeout, max_retries=max_retries, acks=acks
+        )
         return changed
 
     def __repr__(self) -> str:
@@ -387,148 +418,6 @@ class ClientMethods:
         """``GET /v1/thumbnails/{collection}/{id}``: the item's JPEG thumbnail."""
         return rq.thumbnail(collection, id, variant)
 
-    # --- live collections -----------------------------------------------------------------------
-
-    @endpoint
-    def create_collection(
-        self,
-        name: str,
-        variant: str | None = None,
-        dim: int | None = None,
-        fields: Mapping[str, m.FieldType] | None = None,
-        index: str | None = None,
-        *,
-        from_snapshot: m.SnapshotRef | Mapping[str, str] | None = None,
-        from_bundle: str | None = None,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.LiveCollectionInfo]:
-        """``POST /v1/collections`` (admin key): a live collection embedded by ``variant``, or
-        of ``dim``-dimensional client vectors, with typed metadata ``fields`` and an ``index``
-        factory (``Flat`` or ``IVF<n>,Flat``). Not retried once it may have been applied."""
-        body = m.CreateCollectionRequest(
-            name=name,
-            variant=variant,
-            dim=dim,
-            fields=None if fields is None else dict(fields),
-            index=index,
-            from_snapshot=None
-            if from_snapshot is None
-            else m.SnapshotRef.model_validate(from_snapshot),
-            from_bundle=from_bundle,
-        )
-        return rq.create_collection(body)
-
-    @endpoint
-    def get_collection(
-        self, name: str, *, timeout: float | None = None
-    ) -> Plan[Any, m.LiveCollectionInfo]:
-        """``GET /v1/collections/{name}``."""
-        return rq.collection_call("get_collection", m.LiveCollectionInfo, name, idempotent=True)
-
-    @endpoint
-    def delete_collection(
-        self, name: str, *, timeout: float | None = None
-    ) -> Plan[Any, m.DropResponse]:
-        """``DELETE /v1/collections/{name}`` (admin key)."""
-        return rq.collection_call("delete_collection", m.DropResponse, name, idempotent=False)
-
-    @endpoint
-    def upsert(
-        self,
-        collection: str,
-        items: Sequence[m.WriteItem | Mapping[str, Any]],
-        *,
-        batch_size: int | None = None,
-        parallelism: int = 1,
-        on_progress: Callable[[int, int], None] | None = None,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.UpsertResponse]:
-        """``POST /v1/collections/{name}/items``: add or replace items by id. Each item has an
-        ``id``, exactly one of ``text``, ``image`` (any image input), ``vector`` or
-        ``vector_base64`` (:func:`~crisscross_client.pack_vector`), and ``metadata``.
-
-        Long lists go in batches (each all or nothing, idempotent, so retried) that fit the
-        service's limits (items, body bytes, images per request).
-
-        Args:
-            batch_size: most items per request (default and most: ``limits.max_write_items``).
-            parallelism: batches in flight at once (threads of the sync client, tasks of the
-                async one; at most the client's ``max_connections``).
-            on_progress: called ``on_progress(done_items, total_items)`` after each
-                acknowledged batch, in the calling thread or task.
-
-        Raises:
-            UpsertError: a batch failed (after its retries); its ``acknowledged`` items, in
-                the batches answered before, are durable, ``pending_ids`` are the rest, and
-                ``error`` is the batch's own error. No batch starts after one failed.
-        """
-        pool = self._settings.max_connections
-        if pool is not None and parallelism > pool:
-            raise ValueError(
-                f"parallelism={parallelism} is more than the client's max_connections={pool}"
-            )
-        return rq.upsert(
-            collection,
-            items,
-            self.limits,
-            batch_size=batch_size,
-            parallelism=parallelism,
-            on_progress=on_progress,
-        )
-
-    @endpoint
-    def delete_items(
-        self,
-        collection: str,
-        ids: Sequence[str] | None = None,
-        filter: m.FilterInput | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.DeleteResponse]:
-        """``POST /v1/collections/{name}/items/delete``: by ``ids`` (idempotent) or every item
-        a ``filter`` keeps (not retried once it may have been applied)."""
-        return rq.delete_items(collection, ids, filter, self.limits)
-
-    @endpoint
-    def get_items(
-        self,
-        collection: str,
-        ids: Sequence[str],
-        include_vectors: bool | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.GetResponse]:
-        """``POST /v1/collections/{name}/items/get``: the items that exist, in order."""
-        return rq.get_items(collection, ids, include_vectors, self.limits)
-
-    @endpoint
-    def patch_item(
-        self,
-        collection: str,
-        id: str,
-        metadata: Mapping[str, Any],
-        merge: bool | None = None,
-        *,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.PatchResponse]:
-        """``PATCH /v1/collections/{name}/items/{id}``: new metadata, merged (a ``None``
-        removes a field) or, with ``merge=False``, replacing it."""
-        return rq.patch_item(collection, id, metadata, merge)
-
-    @endpoint
-    def compact(
-        self, collection: str, *, timeout: float | None = None
-    ) -> Plan[Any, m.CompactResponse]:
-        """``POST /v1/collections/{name}/compact`` (admin key)."""
-        return rq.collection_call("compact", m.CompactResponse, collection, idempotent=False)
-
-    @endpoint
-    def snapshot(
-        self, collection: str, *, timeout: float | None = None
-    ) -> Plan[Any, m.SnapshotResponse]:
-        """``POST /v1/collections/{name}/snapshots`` (admin key)."""
-        return rq.collection_call("snapshot", m.SnapshotResponse, collection, idempotent=False)
-
     # --- admin ----------------------------------------------------------------------------------
 
     @endpoint
@@ -538,53 +427,37 @@ class ClientMethods:
         """``POST /v1/admin/reload`` (admin key): load bundles' new versions and swap them in."""
         return rq.reload(bundle, version)
 
-    # --- scroll, count and fields of a collection -------------------------------------------
+    # --- replica sets ---------------------------------------------------------------------------
 
     @endpoint
-    def scroll_items(
-        self,
-        collection: str,
-        *,
-        filter: m.FilterInput | None = None,
-        limit: int | None = None,
-        cursor: str | None = None,
-        include_vectors: bool | None = None,
-        include_metadata: bool | None = None,
-        variant: str | None = None,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.ScrollPage]:
-        """``POST /v1/collections/{name}/items/scroll``: one page of the items ``filter``
-        keeps (all without one), in row order, ``limit`` of them (the service's default: 100),
-        from ``cursor`` (a page's ``next_cursor``; None: the first page). Any collection a
-        search can name: live, sharded or a bundle's (``variant`` picks among variants serving
-        a bundle name). ``iter_items`` follows the cursors for you."""
-        return rq.scroll_items(
-            collection, filter, limit, cursor, include_vectors, include_metadata, variant
-        )
+    def replication_status(self, *, timeout: float | None = None) -> Plan[Any, m.ReplicationStatus]:
+        """``GET /v1/replication`` (any key): this server's role (leader, follower, fenced),
+        term, leader, members, the sequence number its readers see per live collection, and on
+        a leader its followers' positions, on a follower how far behind it is."""
+        return rq.served("replication_status", m.ReplicationStatus)
 
     @endpoint
-    def count_items(
-        self,
-        collection: str,
-        filter: m.FilterInput | None = None,
-        *,
-        variant: str | None = None,
-        timeout: float | None = None,
-    ) -> Plan[Any, int]:
-        """``POST /v1/collections/{name}/items/count``: how many items ``filter`` keeps (all
-        without one): what a search with that filter could return at most."""
-        return rq.count_items(collection, filter, variant)
+    def replication_position(
+        self, *, timeout: float | None = None
+    ) -> Plan[Any, m.PositionResponse]:
+        """``GET /v1/replication/position`` (any key): the sequence number readers see on this
+        server, per live collection."""
+        return rq.served("replication_position", m.PositionResponse)
 
     @endpoint
-    def add_fields(
-        self,
-        collection: str,
-        fields: Mapping[str, m.FieldType],
-        *,
-        timeout: float | None = None,
-    ) -> Plan[Any, m.LiveCollectionInfo]:
-        """``PATCH /v1/collections/{name}`` (write key): declare new typed metadata ``fields``
-        of a live collection, durably. Items written before hold no value of them; fields are
-        only added (another type for a declared field is a ``ConflictError``, field_mismatch).
-        Idempotent, so retried."""
-        return rq.add_fields(collection, fields)
+    def promote(self, *, timeout: float | None = None) -> Plan[Any, m.ReplicationStatus]:
+        """``POST /v1/replication/promote`` (admin key) to the follower this client points at:
+        it asks every member for the next term and leads once a majority grants it.
+        :class:`~crisscross_client.PromotionRefusedError` (409) when none does (a member holds
+        writes it lacks: promote the most advanced follower). Not retried once it may have
+        been applied, and never sent on to another server."""
+        return rq.promote()
+
+    @endpoint
+    def follow(
+        self, leader_url: str, *, timeout: float | None = None
+    ) -> Plan[Any, m.ReplicationStatus]:
+        """``POST /v1/replication/follow`` (admin key): the server this client points at
+        follows ``leader_url`` (``http(s)://host:port``) from now on; a leader steps down, and
+        copies that diverged from the new leader's log are installed again from it."""
+        return rq.follow(leader_url)

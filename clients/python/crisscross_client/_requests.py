@@ -1,13 +1,17 @@
 """What each client method sends and how its answer is read, shared by the sync and the async
 client: a method builds a :class:`~crisscross_client._calls.Plan` (one or more
 :class:`~crisscross_client._calls.Call`, and how their answers combine); the clients only send.
+
+Here: search, score, embed, bundle items and thumbnails, what is served, reload and the replica
+set's calls. The builders of the calls on live collections (with their item writes'
+``Idempotency-Key`` and ``?acks=``) are in :mod:`crisscross_client._collection_requests`.
+Reads name the live collections they read, for read-your-writes
+(:mod:`crisscross_client._written_seqs`).
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -26,8 +30,8 @@ from crisscross_client._calls import (
     route_path,
     single,
 )
-from crisscross_client.bulk import ServiceLimits, UpsertError, cut, json_size
-from crisscross_client.errors import BadResponseError, CrisscrossError, error_class
+from crisscross_client.bulk import ServiceLimits, cut, json_size
+from crisscross_client.errors import BadResponseError, error_class
 from crisscross_client.images import ImageInput, image_base64, image_file
 from crisscross_client.queries import image_count, one_query, to_query
 
@@ -98,7 +102,7 @@ def search_request(
 
 def search(request: m.SearchRequest) -> Plan[m.SearchResponse, m.SearchResponse]:
     """``POST /v1/search``."""
-    return single(model_call("search", m.SearchResponse, request))
+    return single(model_call("search", m.SearchResponse, request, reads=(request.collection,)))
 
 
 def search_bulk(
@@ -106,9 +110,14 @@ def search_bulk(
 ) -> Plan[m.BulkSearchResponse, m.BulkSearchResponse]:
     """``POST /v1/search/bulk`` of ``searches`` as one request."""
     requests = [m.SearchRequest.model_validate(search) for search in searches]
-    return single(
-        model_call("search_bulk", m.BulkSearchResponse, m.BulkSearchRequest(searches=requests))
-    )
+    body = m.BulkSearchRequest(searches=requests)
+    reads = _collections_of(requests)
+    return single(model_call("search_bulk", m.BulkSearchResponse, body, reads=reads))
+
+
+def _collections_of(searches: Sequence[m.SearchRequest]) -> tuple[str, ...]:
+    """The collections ``searches`` read, each once, in order."""
+    return tuple(dict.fromkeys(search.collection for search in searches))
 
 
 def search_many(
@@ -135,6 +144,7 @@ def search_many(
             ROUTES["search_bulk"].path,
             reader(m.BulkSearchResponse),
             json={"searches": [body for _, body in run]},
+            reads=_collections_of([search for search, _ in run]),
         )
         for run in runs
     ]
@@ -204,6 +214,7 @@ def search_upload(
             reader(m.SearchResponse),
             files={"file": (file.filename, file.data, file.content_type)},
             data=data,
+            reads=(collection,),
         )
     )
 
@@ -338,180 +349,12 @@ def thumbnail(collection: str, id: str, variant: str | None) -> Plan[bytes, byte
     )
 
 
-# --- live collections ------------------------------------------------------------------------
-
-
-def create_collection(
-    body: m.CreateCollectionRequest,
-) -> Plan[m.LiveCollectionInfo, m.LiveCollectionInfo]:
-    """``POST /v1/collections`` (not idempotent: a repeat is 409 ``collection_exists``)."""
-    return single(model_call("create_collection", m.LiveCollectionInfo, body, idempotent=False))
-
-
-def write_item(value: m.WriteItem | Mapping[str, Any]) -> m.WriteItem:
-    """An upsert item from a model or a dict whose ``image`` may be any image input and whose
-    ``vector`` may be packed (``vector_format="base64"`` is :func:`pack_vector`)."""
-    if isinstance(value, m.WriteItem):
-        return value
-    fields = dict(value)
-    image = fields.get("image")
-    if image is not None and not isinstance(image, str):
-        fields["image"] = image_base64(image)
-    if fields.get("vector") is not None:
-        fields["vector"] = [float(v) for v in fields["vector"]]
-    return m.WriteItem.model_validate(fields)
-
-
-def pack_vector(vector: Sequence[float]) -> str:
-    """A vector as ``vector_base64`` takes it: standard base64 of little-endian float32."""
-    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
-
-
-ProgressCallback = Callable[[int, int], None]
-"""``on_progress(done_items, total_items)`` of :meth:`~crisscross_client.Client.upsert`."""
-
-
-def upsert(
-    collection: str,
-    items: Sequence[m.WriteItem | Mapping[str, Any]],
-    limits: ServiceLimits,
-    *,
-    batch_size: int | None = None,
-    parallelism: int = 1,
-    on_progress: ProgressCallback | None = None,
-) -> Plan[m.UpsertResponse, m.UpsertResponse]:
-    """``POST /v1/collections/{name}/items`` in batches of at most ``batch_size`` items (default
-    and most: ``limits.max_write_items``) that fit ``limits`` (body bytes, images), sent
-    ``parallelism`` at a time; ``on_progress(done, total)`` after each acknowledged batch.
-    Each batch is all or nothing and idempotent (items are replaced by id); a failed batch
-    raises :class:`~crisscross_client.bulk.UpsertError` saying how many items were
-    acknowledged."""
-    if batch_size is not None and not 1 <= batch_size <= limits.max_write_items:
-        raise ValueError(
-            f"batch_size must be 1..{limits.max_write_items} (the service's max_write_items), "
-            f"got {batch_size}"
-        )
-    if isinstance(parallelism, bool) or not isinstance(parallelism, int) or parallelism < 1:
-        raise ValueError(f"parallelism must be a positive integer, got {parallelism!r}")
-    written = [write_item(entry) for entry in items]
-    bodies = [entry.body() for entry in written]
-    runs = list(
-        cut(
-            list(zip(written, bodies, strict=True)),
-            max_count=batch_size or limits.max_write_items,
-            max_bytes=limits.max_write_body_bytes,
-            size=lambda pair: json_size(pair[1]),
-            max_images=limits.max_images_per_request,
-            images=lambda pair: int(pair[0].image is not None),
-        )
-    )
-    batches = [[entry for entry, _ in run] for run in runs] or [[]]
-    calls = [
-        model_call("upsert", m.UpsertResponse, m.UpsertRequest(items=batch), name=collection)
-        for batch in batches
-    ]
-    total = len(written)
-    done = 0
-
-    def progress(index: int, _: m.UpsertResponse) -> None:
-        nonlocal done
-        done += len(batches[index])
-        if on_progress is not None:
-            on_progress(done, total)
-
-    def failed(error: Exception, answered: list[int]) -> Exception:
-        if not isinstance(error, CrisscrossError):
-            return error
-        acknowledged = set(answered)
-        pending = [
-            entry.id
-            for index, batch in enumerate(batches)
-            if index not in acknowledged
-            for entry in batch
-        ]
-        return UpsertError(
-            error,
-            acknowledged=sum(len(batches[index]) for index in acknowledged),
-            total=total,
-            pending_ids=pending,
-        )
-
-    def combine(answers: list[m.UpsertResponse]) -> m.UpsertResponse:
-        upserted = sum(answer.upserted for answer in answers)
-        latest = max(answers, key=lambda answer: answer.seq)
-        return latest.model_copy(update={"upserted": upserted})
-
-    return Plan(calls, combine, parallelism=parallelism, on_answer=progress, on_failure=failed)
-
-
-def delete_items(
-    collection: str,
-    ids: Sequence[str] | None,
-    filter: m.FilterInput | None,
-    limits: ServiceLimits,
-) -> Plan[m.DeleteResponse, m.DeleteResponse]:
-    """``POST /v1/collections/{name}/items/delete``: by ids (idempotent, cut by ``limits``) or
-    by filter (not idempotent: it deletes what matches when it is logged)."""
-    if (ids is None) == (filter is None):
-        raise ValueError("give exactly one of ids and filter")
-    if filter is not None:
-        body = m.DeleteRequest(filter=filter)
-        return single(
-            model_call("delete_items", m.DeleteResponse, body, idempotent=False, name=collection)
-        )
-    assert ids is not None
-    runs = list(cut(list(ids), max_count=limits.max_write_items)) or [[]]
-    calls = [
-        model_call("delete_items", m.DeleteResponse, m.DeleteRequest(ids=run), name=collection)
-        for run in runs
-    ]
-
-    def combine(answers: list[m.DeleteResponse]) -> m.DeleteResponse:
-        total = sum(answer.deleted for answer in answers)
-        return answers[-1].model_copy(update={"deleted": total})
-
-    return Plan(calls, combine)
-
-
-def get_items(
-    collection: str, ids: Sequence[str], include_vectors: bool | None, limits: ServiceLimits
-) -> Plan[m.GetResponse, m.GetResponse]:
-    """``POST /v1/collections/{name}/items/get``, cut by ``limits``."""
-    runs = list(cut(list(ids), max_count=limits.max_write_items)) or [[]]
-    calls = [
-        model_call(
-            "get_items",
-            m.GetResponse,
-            m.GetRequest(ids=run, include_vectors=include_vectors),
-            name=collection,
-        )
-        for run in runs
-    ]
-
-    def combine(answers: list[m.GetResponse]) -> m.GetResponse:
-        stored = [entry for answer in answers for entry in answer.items]
-        return answers[-1].model_copy(update={"items": stored})
-
-    return Plan(calls, combine)
-
-
-def collection_call(route: str, answer: type[M], name: str, *, idempotent: bool) -> Plan[M, M]:
-    """A call of a route under ``/v1/collections/{name}`` without a body."""
-    return single(model_call(route, answer, idempotent=idempotent, name=name))
+# --- what is served and admin -------------------------------------------------------------
 
 
 def served(route: str, answer: type[M]) -> Plan[M, M]:
     """A ``GET`` of a route without parameters."""
     return single(model_call(route, answer))
-
-
-def patch_item(
-    collection: str, id: str, metadata: Mapping[str, Any], merge: bool | None
-) -> Plan[m.PatchResponse, m.PatchResponse]:
-    """``PATCH /v1/collections/{name}/items/{id}`` (idempotent: the same patch twice leaves
-    the same metadata)."""
-    body = m.PatchRequest(metadata=dict(metadata), merge=merge)
-    return single(model_call("patch_item", m.PatchResponse, body, name=collection, id=id))
 
 
 def reload(bundle: str | None, version: str | None) -> Plan[m.ReloadResponse, m.ReloadResponse]:
@@ -520,40 +363,17 @@ def reload(bundle: str | None, version: str | None) -> Plan[m.ReloadResponse, m.
     return single(model_call("reload", m.ReloadResponse, body, idempotent=False))
 
 
-def scroll_items(
-    collection: str,
-    filter: m.FilterInput | None,
-    limit: int | None,
-    cursor: str | None,
-    include_vectors: bool | None,
-    include_metadata: bool | None,
-    variant: str | None,
-) -> Plan[m.ScrollPage, m.ScrollPage]:
-    """``POST /v1/collections/{name}/items/scroll``: one page (a read: retried)."""
-    body = m.ScrollRequest(
-        filter=filter,
-        limit=limit,
-        cursor=cursor,
-        include_vectors=include_vectors,
-        include_metadata=include_metadata,
-        variant=variant,
-    )
-    return single(model_call("scroll_items", m.ScrollPage, body, name=collection))
+# --- replica sets --------------------------------------------------------------------------
 
 
-def count_items(
-    collection: str, filter: m.FilterInput | None, variant: str | None
-) -> Plan[m.CountResponse, int]:
-    """``POST /v1/collections/{name}/items/count``, read as the count."""
-    body = m.CountRequest(filter=filter, variant=variant)
-    call = model_call("count_items", m.CountResponse, body, name=collection)
-    return Plan([call], lambda answers: answers[0].count)
+def promote() -> Plan[m.ReplicationStatus, m.ReplicationStatus]:
+    """``POST /v1/replication/promote`` (not idempotent: each asks the members for a new
+    term; never sent on to another server)."""
+    return single(model_call("promote", m.ReplicationStatus, idempotent=False))
 
 
-def add_fields(
-    collection: str, fields: Mapping[str, m.FieldType]
-) -> Plan[m.LiveCollectionInfo, m.LiveCollectionInfo]:
-    """``PATCH /v1/collections/{name}`` (idempotent: a field declared with the same type is
-    left as it is)."""
-    body = m.AddFieldsRequest(fields=dict(fields))
-    return single(model_call("add_fields", m.LiveCollectionInfo, body, name=collection))
+def follow(leader: str) -> Plan[m.ReplicationStatus, m.ReplicationStatus]:
+    """``POST /v1/replication/follow`` (idempotent: following the same leader twice is
+    following it; never sent on to another server)."""
+    body = m.FollowBody(leader=leader)
+    return single(model_call("follow", m.ReplicationStatus, body))

@@ -1,9 +1,10 @@
 """What the sync and the async client share: their settings, their headers, the record of
 the last answer, and turning a failed exchange into an exception.
 
-A client given no ``base_url`` reads :data:`URL_ENV` (else :data:`DEFAULT_BASE_URL`), and one
-given no ``api_key`` reads :data:`API_KEY_ENV`; explicit arguments win (see
-:func:`resolve_base_url`, :func:`resolve_api_key`).
+A client given no ``base_url`` reads :data:`URL_ENV` (else :data:`DEFAULT_BASE_URL`), one
+given no ``api_key`` reads :data:`API_KEY_ENV`, and one given no ``acks`` reads
+:data:`ACKS_ENV`; explicit arguments win (see :func:`resolve_base_url`, :func:`resolve_api_key`,
+:func:`resolve_acks`).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ import dataclasses
 import math
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 
 from crisscross_client._calls import Call
+from crisscross_client._collection_models import Acks
 from crisscross_client._transport import RetryPolicy
+from crisscross_client._written_seqs import WrittenSeqs
 from crisscross_client.bulk import ServiceLimits
 from crisscross_client.errors import ClientTimeoutError, ConnectionFailedError, CrisscrossError
 from crisscross_client.response_info import LastResponse, ResponseInfo
@@ -29,6 +32,8 @@ URL_ENV = "CRISSCROSS_URL"
 """The environment variable a client without ``base_url`` reads the service root from."""
 API_KEY_ENV = "CRISSCROSS_API_KEY"
 """The environment variable a client without ``api_key`` reads its key from."""
+ACKS_ENV = "CRISSCROSS_ACKS"
+"""The environment variable a client without ``acks`` reads its writes' default from."""
 
 
 def checked_url(value: str, name: str) -> str:
@@ -79,6 +84,25 @@ def resolve_api_key(api_key: str | None, environ: Mapping[str, str] = os.environ
     return environ.get(API_KEY_ENV, "").strip() or None
 
 
+def checked_acks(value: str, name: str = "acks") -> Acks:
+    """``value`` if it is an acknowledgement policy (``leader``, ``majority``, ``all``);
+    ``ValueError`` naming ``name`` (the argument or environment variable) if not."""
+    if value not in get_args(Acks):
+        raise ValueError(f"{name} must be one of leader, majority, all; got {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def resolve_acks(acks: str | None, environ: Mapping[str, str] = os.environ) -> Acks | None:
+    """The default ``acks`` of writes: ``acks`` if given, else :data:`ACKS_ENV` unless it is
+    unset or empty, else ``None`` (the collection's policy, else the server's default_acks);
+    ``ValueError`` naming the argument or the variable for anything but ``leader``,
+    ``majority`` or ``all``."""
+    if acks is not None:
+        return checked_acks(acks)
+    value = environ.get(ACKS_ENV, "").strip()
+    return checked_acks(value, ACKS_ENV) if value else None
+
+
 class ClientSettings:
     """A client's settings.
 
@@ -91,6 +115,9 @@ class ClientSettings:
         retry: the whole retry policy (overrides ``max_retries``).
         limits: the service's per-request limits used to cut long inputs.
         headers: more headers sent with every request.
+        acks: the default ``?acks=`` of writes (``None``: :func:`resolve_acks`).
+        read_your_writes: whether reads send ``X-Min-Seq`` for the collections this client
+            wrote (:mod:`crisscross_client._written_seqs`).
     """
 
     def __init__(
@@ -102,8 +129,14 @@ class ClientSettings:
         retry: RetryPolicy | None,
         limits: ServiceLimits | None,
         headers: Mapping[str, str] | None,
+        *,
+        acks: str | None = None,
+        read_your_writes: bool = True,
     ) -> None:
         self.base_url = resolve_base_url(base_url)
+        self.acks = resolve_acks(acks)
+        self.read_your_writes = bool(read_your_writes)
+        self.written = WrittenSeqs()
         self.timeout = checked_timeout(timeout)
         self.retry = retry or RetryPolicy(max_retries=max_retries)
         self.limits = limits or ServiceLimits()
@@ -115,10 +148,19 @@ class ClientSettings:
         self.last = LastResponse()
         self.max_connections: int | None = None
 
-    def with_options(self, *, timeout: float | None, max_retries: int | None) -> ClientSettings:
-        """A copy with another ``timeout`` and/or ``max_retries`` (the rest of the retry policy
-        kept); it shares the headers and the record of the last answer."""
+    def with_options(
+        self,
+        *,
+        timeout: float | None,
+        max_retries: int | None,
+        acks: str | None = None,
+    ) -> ClientSettings:
+        """A copy with another ``timeout``, ``max_retries`` (the rest of the retry policy
+        kept) and/or default ``acks``; it shares the headers, the record of the last answer
+        and the sequence numbers written (read-your-writes)."""
         changed = copy.copy(self)
+        if acks is not None:
+            changed.acks = checked_acks(acks)
         if timeout is not None:
             changed.timeout = checked_timeout(timeout)
         if max_retries is not None:
@@ -135,10 +177,15 @@ class ClientSettings:
     def describe(self) -> str:
         """The settings as a client's repr shows them, the key masked."""
         key = "'***'" if self._authorised else "None"
-        return (
+        shown = (
             f"base_url={self.base_url!r}, api_key={key}, timeout={self.timeout!r}, "
             f"max_retries={self.retry.max_retries}"
         )
+        if self.acks is not None:
+            shown += f", acks={self.acks!r}"
+        if not self.read_your_writes:
+            shown += ", read_your_writes=False"
+        return shown
 
     def pool(self, max_connections: int) -> dict[str, Any]:
         """The arguments of ``httpx.Client`` (or ``httpx.AsyncClient``) for these settings and
@@ -164,7 +211,7 @@ class ClientSettings:
         self.last.set(
             ResponseInfo(
                 method=call.method,
-                url=f"{self.base_url}{call.path}",
+                url=call.url(self.base_url),
                 status=None if response is None else response.status_code,
                 headers=httpx.Headers() if response is None else response.headers,
                 elapsed_s=elapsed_s,
@@ -183,5 +230,5 @@ class ClientSettings:
         return kind(
             f"no answer: {type(error).__name__}: {error}",
             method=call.method,
-            url=f"{self.base_url}{call.path}",
+            url=call.url(self.base_url),
         )

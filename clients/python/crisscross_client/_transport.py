@@ -5,10 +5,11 @@ sending). A call is retried on a connection error, 408, 429, 502, 503 or 504, wi
 backoff and jitter, or after the ``Retry-After`` the answer names (capped).
 
 A write that may already have been applied is retried only when repeating it is harmless
-(``idempotent``: searches, reads, upserts by id, deletes by id, metadata patches). Other writes
-(create, drop, compact, snapshot, delete by filter, reload) are retried only when the failure
-proves the service did not act: the connection was never made, or the answer is 408, 429 or a
-503 ``overloaded`` / ``not_ready`` refusal.
+(``idempotent``: searches, reads, and the item writes (upserts, deletes by id or by filter,
+metadata patches), each sent with an ``Idempotency-Key`` the service applies once, however
+often it comes). Other writes (create, drop, compact, snapshot, reload) are retried only when
+the failure proves the service did not act: the connection was never made, or the answer is
+408, 429 or a 503 ``overloaded`` / ``not_ready`` / ``no_quorum`` refusal.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ RETRY_STATUSES = frozenset({408, 429, 502, 503, 504})
 NOT_APPLIED_STATUSES = frozenset({408, 429})
 """Statuses after which the service has certainly not acted on the request."""
 
-NOT_APPLIED_CODES = frozenset({"overloaded", "not_ready", "shards_unavailable"})
+NOT_APPLIED_CODES = frozenset({"overloaded", "not_ready", "shards_unavailable", "no_quorum"})
 """503 codes the service answers before doing anything (admission, start-up, shut-down; a
-search that shards of a sharded collection did not answer, which changed nothing)."""
+search that shards of a sharded collection did not answer, which changed nothing; a leader no
+majority follows, which refuses writes before it logs them)."""
 
 
 @dataclass(frozen=True)

@@ -42,11 +42,19 @@ class Client(ClientMethods):
         timeout: seconds per request attempt (a method's own ``timeout=`` overrides it for
             that call; :meth:`with_options` makes a copy with another, sharing the pool).
         max_retries: retries after the first attempt on connection errors, 408, 429, 502,
-            503 and 504 (writes that may have been applied only when idempotent).
+            503 and 504 (writes that may have been applied only when idempotent: item writes
+            carry an ``Idempotency-Key``, the same on every retry, so they are).
         retry: the whole retry policy (overrides ``max_retries``).
         limits: the service's per-request limits (default: the service's defaults; see
             :meth:`load_limits`).
         headers: more headers for every request.
+        acks: how many replicas hold each item write before it is answered (``leader``,
+            ``majority``, ``all``), for writes that name none (default: the environment
+            variable ``CRISSCROSS_ACKS``, if set and not empty; else the collection's policy,
+            else the server's default_acks).
+        read_your_writes: reads of a live collection this client wrote ask for at least its
+            last write's sequence number (``X-Min-Seq``), so a follower answering them sees
+            the client's writes; False: reads send none.
         max_connections: the connection pool's size.
         transport: an httpx transport instead of the network (tests: ``httpx.MockTransport``).
         sleep: how to wait between retries (tests pass a recorder).
@@ -66,12 +74,22 @@ class Client(ClientMethods):
         retry: RetryPolicy | None = None,
         limits: ServiceLimits | None = None,
         headers: Mapping[str, str] | None = None,
+        acks: m.Acks | None = None,
+        read_your_writes: bool = True,
         max_connections: int = 10,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._settings = ClientSettings(
-            base_url, api_key, timeout, max_retries, retry, limits, headers
+            base_url,
+            api_key,
+            timeout,
+            max_retries,
+            retry,
+            limits,
+            headers,
+            acks=acks,
+            read_your_writes=read_your_writes,
         )
         self._sleep = sleep
         self._http = httpx.Client(transport=transport, **self._settings.pool(max_connections))

@@ -1,9 +1,11 @@
 """The client's one exception hierarchy.
 
 Every failure a call can end in is a :class:`CrisscrossError`. An answer with an error status
-becomes the subclass of its status (and, for some codes, of its code: 503 ``overloaded``, 409
-``filter_not_applicable``), carrying the service's error body ``{"error": {"code", "message",
-"request_id", "type", "param"}}``; a request that got no answer (connection
+becomes the subclass of its status (and, for some codes, of its code: 503 ``overloaded``,
+``not_ready``, ``no_quorum``, ``replication_timeout``, ``replica_behind``; 409
+``filter_not_applicable``, ``promotion_refused``; 421 ``not_leader``), carrying the service's
+error body ``{"error": {"code", "message", "request_id", "type", "param"}}`` and what some
+codes say in headers (``x-leader``, ``x-seq``); a request that got no answer (connection
 refused, reset, timed out) is a :class:`ConnectionFailedError` (:class:`ClientTimeoutError`
 past the timeout); a 2xx answer the client cannot read is a :class:`BadResponseError`. Each
 class also has a short name (``NotFound`` for ``NotFoundError``, ...).
@@ -13,6 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+LEADER_HEADER = "x-leader"
+"""On a 421 ``not_leader``: the URL of the leader that takes the write."""
+SEQ_HEADER = "x-seq"
+"""On a 503 ``replication_timeout``: the sequence number the write holds on the leader."""
 
 
 class CrisscrossError(Exception):
@@ -55,6 +62,10 @@ class CrisscrossError(Exception):
         what = f"{status} {code or 'error'}: " if status is not None else ""
         suffix = f" (request_id={request_id})" if request_id else ""
         super().__init__(f"{where}{what}{message}{suffix}")
+
+    def read_headers(self, headers: Mapping[str, str]) -> None:
+        """Take what this kind of error carries in the answer's headers (nothing here; see
+        :class:`NotLeaderError`, :class:`ReplicationTimeoutError`)."""
 
 
 class ConnectionFailedError(CrisscrossError):
@@ -118,6 +129,26 @@ class FilterNotApplicableError(ConflictError):
     422 :class:`InvalidInputError`."""
 
 
+class PromotionRefusedError(ConflictError):
+    """409 ``promotion_refused``: ``promote()`` found no majority granting this follower the
+    next term (a member holds writes it lacks, or too few answered); it goes on as before.
+    Promote the most advanced follower (``replication_status().collections``) instead."""
+
+
+class NotLeaderError(CrisscrossError):
+    """421 ``not_leader``: this server is a follower (or a replaced, fenced leader) and takes
+    no writes, nor collection creations, drops or new fields. ``leader`` is the leader's URL
+    (the answer's ``x-leader`` header; ``None`` when the server knows none). The client
+    re-sends a write to that leader once by itself, so this is raised when no leader was
+    named, or the one named refused too."""
+
+    leader: str | None = None
+
+    def read_headers(self, headers: Mapping[str, str]) -> None:
+        """``leader`` from ``x-leader``."""
+        self.leader = headers.get(LEADER_HEADER) or None
+
+
 class RateLimitedError(CrisscrossError):
     """429: too many requests (a proxy in front of the service)."""
 
@@ -139,6 +170,32 @@ class NotReadyError(ServiceUnavailableError):
     """503 ``not_ready``: starting or shutting down."""
 
 
+class NoQuorumError(ServiceUnavailableError):
+    """503 ``no_quorum``: a leader that no majority of its replica set follows now (one may
+    have been promoted in its place) took no write; retry after ``retry_after`` (the client
+    does), or find the new leader."""
+
+
+class ReplicationTimeoutError(ServiceUnavailableError):
+    """503 ``replication_timeout``: the write is durable and visible on the leader, as sequence
+    number ``seq`` (the ``x-seq`` header), but fewer replicas than its ``acks`` asked for held
+    it within the server's ack_timeout_s. Sent again with the same ``Idempotency-Key`` (the
+    client's retries do) it is applied once and waits for the replicas again."""
+
+    seq: int | None = None
+
+    def read_headers(self, headers: Mapping[str, str]) -> None:
+        """``seq`` from ``x-seq``."""
+        value = headers.get(SEQ_HEADER, "").strip()
+        self.seq = int(value) if value.isdigit() else None
+
+
+class ReplicaBehindError(ServiceUnavailableError):
+    """503 ``replica_behind``: this replica had not applied the sequence number the read
+    asked for (``X-Min-Seq``: read-your-writes) within the server's read_wait_s; retry after
+    ``retry_after`` (the client does), or read from the leader."""
+
+
 # Short names for the same classes.
 ConnectionFailed = ConnectionFailedError
 BadResponse = BadResponseError
@@ -153,10 +210,15 @@ MethodNotAllowed = MethodNotAllowedError
 RequestTimeout = RequestTimeoutError
 Conflict = ConflictError
 FilterNotApplicable = FilterNotApplicableError
+PromotionRefused = PromotionRefusedError
+NotLeader = NotLeaderError
 RateLimited = RateLimitedError
 ServiceUnavailable = ServiceUnavailableError
 Overloaded = OverloadedError
 NotReady = NotReadyError
+NoQuorum = NoQuorumError
+ReplicationTimeout = ReplicationTimeoutError
+ReplicaBehind = ReplicaBehindError
 Timeout = ClientTimeoutError
 
 
@@ -178,7 +240,12 @@ _BY_STATUS: Mapping[int, type[CrisscrossError]] = {
 _BY_CODE: Mapping[tuple[int, str], type[CrisscrossError]] = {
     (503, "overloaded"): OverloadedError,
     (503, "not_ready"): NotReadyError,
+    (503, "no_quorum"): NoQuorumError,
+    (503, "replication_timeout"): ReplicationTimeoutError,
+    (503, "replica_behind"): ReplicaBehindError,
     (409, "filter_not_applicable"): FilterNotApplicableError,
+    (409, "promotion_refused"): PromotionRefusedError,
+    (421, "not_leader"): NotLeaderError,
 }
 """The codes with a class of their own, a subclass of their status's class."""
 
@@ -205,20 +272,22 @@ def error_from_answer(
     retry_after: float | None = None,
     method: str | None = None,
     url: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> CrisscrossError:
     """The exception for an error answer: its parsed JSON ``body`` (``None`` when it was not
-    JSON), its raw ``text``, and the ``x-request-id`` header."""
+    JSON), its raw ``text``, the ``x-request-id`` header, and the answer's other ``headers``
+    (``x-leader``, ``x-seq``)."""
     code: str | None = None
     message = text[:500]
     param = error_type = None
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        error = body["error"]
-        code = None if error.get("code") is None else str(error["code"])
-        message = str(error.get("message", message))
-        request_id = str(error.get("request_id") or request_id or "") or None
-        param = None if error.get("param") is None else str(error["param"])
-        error_type = None if error.get("type") is None else str(error["type"])
-    return error_class(status, code)(
+        detail = body["error"]
+        code = None if detail.get("code") is None else str(detail["code"])
+        message = str(detail.get("message", message))
+        request_id = str(detail.get("request_id") or request_id or "") or None
+        param = None if detail.get("param") is None else str(detail["param"])
+        error_type = None if detail.get("type") is None else str(detail["type"])
+    error = error_class(status, code)(
         message,
         status=status,
         code=code,
@@ -229,3 +298,5 @@ def error_from_answer(
         param=param,
         error_type=error_type,
     )
+    error.read_headers(headers or {})
+    return error

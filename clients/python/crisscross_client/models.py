@@ -5,14 +5,15 @@ field; ``tests/clients/test_openapi_drift.py`` checks that they still do. Reques
 unknown fields (a typo fails here, not as a 422 from the service); answer models keep fields
 they do not know (a newer service may add some) under ``model_extra``.
 
-They are written in three modules by concept (the bases, queries, filters and the error answer;
-searching, scoring and embedding; what is served, live collections and admin) and all imported
-from here.
+They are written in four modules by concept (the bases, queries, filters and the error answer;
+searching, scoring and embedding; what is served, live collections and admin; replica sets)
+and all imported from here.
 """
 
 from __future__ import annotations
 
 from crisscross_client._collection_models import (
+    Acks,
     AddFieldsRequest,
     BatchingInfo,
     CollectionInfo,
@@ -35,6 +36,7 @@ from crisscross_client._collection_models import (
     ReloadedBundle,
     ReloadRequest,
     ReloadResponse,
+    ReplicaPosition,
     ScrolledItem,
     ScrollPage,
     ScrollRequest,
@@ -50,6 +52,12 @@ from crisscross_client._collection_models import (
     VariantInfo,
     VariantsResponse,
     WriteItem,
+)
+from crisscross_client._replication_models import (
+    FollowBody,
+    FollowerInfo,
+    PositionResponse,
+    ReplicationStatus,
 )
 from crisscross_client._search_models import (
     AppliedSearchParams,
@@ -109,6 +117,7 @@ from crisscross_client._wire_models import (
 )
 
 __all__ = [
+    "Acks",
     "AddFieldsRequest",
     "AllOf",
     "AnyOf",
@@ -142,6 +151,8 @@ __all__ = [
     "FieldType",
     "Filter",
     "FilterInput",
+    "FollowBody",
+    "FollowerInfo",
     "Fusion",
     "GetRequest",
     "GetResponse",
@@ -158,12 +169,15 @@ __all__ = [
     "NoneOf",
     "PatchRequest",
     "PatchResponse",
+    "PositionResponse",
     "ProcessInfo",
     "Query",
     "Range",
     "ReloadRequest",
     "ReloadResponse",
     "ReloadedBundle",
+    "ReplicaPosition",
+    "ReplicationStatus",
     "RequestModel",
     "Rerank",
     "ResponseModel",

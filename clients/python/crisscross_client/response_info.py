@@ -21,7 +21,8 @@ class ResponseInfo:
         status: the final answer's status (``None``: no answer came).
         headers: the final answer's headers (``x-request-id``, ``x-timing-*``, ``Retry-After``).
         elapsed_s: from the first send to the final answer, retry waits included.
-        attempts: requests sent (1 + retries).
+        attempts: requests sent (the first, its retries, and the one sent on to the leader
+            after a 421 ``not_leader``); ``url`` is where the last went.
         response: the final ``httpx.Response`` (``None``: no answer came).
     """
 

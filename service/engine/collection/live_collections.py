@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import shutil
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from formats.field_types import FieldType
+from service.engine.collection.commit_signal import CommitSignal
 from service.engine.collection.live_view import LiveFields
 from service.engine.collection.write_path import CollectionWriter
 from service.engine.rank.lexical_index import LexicalIndexes
@@ -36,15 +39,26 @@ from service.metrics import ServiceMetrics
 from service.settings import Settings
 from storage.live import collection as collection_files
 from storage.live.base import ITEMS, BaseError
-from storage.live.collection import (
-    SNAPSHOTS_FOLDER,
-    CollectionSpec,
-    CollectionSpecError,
-    LiveCollection,
-    Snapshot,
-)
+from storage.live.collection import SNAPSHOTS_FOLDER, LiveCollection, Snapshot
+from storage.live.idempotency import KeyTable
+from storage.live.spec import CollectionSpec, CollectionSpecError
+from storage.live.terms import TermHistory
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CollectionCopy:
+    """A collection as a follower installs it from its leader: the spec, the base (a bundle
+    version folder, None: no base) with the last sequence number it holds and its bundle
+    collection, the term history and the idempotency keys remembered."""
+
+    spec: CollectionSpec
+    base_dir: Path | None
+    base_seq: int
+    base_collection: str
+    terms: TermHistory
+    keys: KeyTable
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,8 @@ class LiveCollections:
         self._unavailable = unavailable
         self._entries: dict[str, LiveEntry] = {}
         self._lock = asyncio.Lock()
+        self.signal = CommitSignal()
+        """Fired whenever any collection here makes writes visible (or is installed)."""
 
     @property
     def root(self) -> Path | None:
@@ -104,6 +120,7 @@ class LiveCollections:
         writer = CollectionWriter(
             collection,
             self._metrics,
+            signal=self.signal,
             max_pending=settings.max_pending_writes,
             retry_after_s=settings.write_retry_after_s,
             compact_dead_fraction=settings.compact_dead_fraction,
@@ -283,6 +300,43 @@ class LiveCollections:
             await entry.writer.close()
             await asyncio.to_thread(collection_files.drop_collection, root, name)
             self._metrics.forget_collection(name)
+
+    async def install(self, copy: CollectionCopy) -> LiveEntry:
+        """Put ``copy`` of a collection (a follower's copy of its leader's) in place of the
+        collection of that name, if any: the old one serves reads until the new one is open,
+        then its folder is removed. Its base (if any) is hard-linked from ``copy.base_dir``,
+        which the caller removes after."""
+        root = self.root
+        if root is None:
+            raise WritesUnavailableError(self._unavailable or "no live collections")
+        name = copy.spec.name
+        async with self._lock:
+            old = self._entries.get(name)
+            if old is not None:
+                await old.writer.close()
+
+            def make() -> tuple[LiveCollection, Path | None]:
+                aside = None
+                if (root / name).exists():
+                    aside = root / f".dropped-{name}-{uuid.uuid4().hex}"
+                    (root / name).rename(aside)
+                folder = collection_files.create_collection(
+                    root,
+                    copy.spec,
+                    copy.base_dir,
+                    copy.base_collection,
+                    base_seq=copy.base_seq,
+                    terms=copy.terms,
+                    keys=copy.keys,
+                )
+                return LiveCollection.open(folder), aside
+
+            collection, aside = await asyncio.to_thread(make)
+            entry = self._add(collection)
+            if aside is not None:
+                await asyncio.to_thread(shutil.rmtree, aside, True)
+        self.signal.fire()
+        return entry
 
     async def close(self) -> None:
         """Finish every pending write and close every log."""

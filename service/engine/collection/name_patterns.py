@@ -8,7 +8,7 @@ import re
 from typing import Final
 
 from storage.layout import VERSION_PATTERN
-from storage.live.collection import NAME_PATTERN
+from storage.live.spec import NAME_PATTERN
 
 LIVE_COLLECTION_NAME: Final[re.Pattern[str]] = NAME_PATTERN
 """A live collection's name: a letter or digit, then up to 63 letters, digits, ``_``, ``.``,

@@ -9,27 +9,37 @@ every plan waiting, stages each (sequence number, segment), appends them all to 
 fsync, and only then lets readers see them (:meth:`storage.live.collection.LiveCollection.commit`)
 and answers every request of the group: a 200 means fsynced and visible. Requests that arrive
 while an fsync runs form the next group.
+
+A write may carry an idempotency key (:mod:`storage.live.idempotency`): when the collection
+remembers it, the write is answered with what it wrote the first time and nothing is logged. On a
+follower the leader's records take the same thread (:meth:`CollectionWriter.replicate`), so its
+own compactions fall between them. Every group made visible fires the collection's
+:class:`~service.engine.collection.commit_signal.CommitSignal`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from formats.field_types import FieldType
+from service.engine.collection.commit_signal import CommitSignal
 from service.exceptions import DomainError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from storage.live.base import BaseError
-from storage.live.collection import CollectionSpec, Compaction, LiveCollection, Snapshot
+from storage.live.collection import Compaction, LiveCollection, Snapshot
 from storage.live.log import LogError
 from storage.live.operations import Operation
 from storage.live.segment import SegmentView
+from storage.live.spec import CollectionSpec
 
 Plan = Callable[[SegmentView], Operation]
 """Makes a write's operation from the collection as it stands before it (may raise a
@@ -49,6 +59,7 @@ class _Pending:
     plan: Plan
     future: asyncio.Future[WriteResult]
     context: RequestContext | None = None
+    key: str | None = None
     queued: float = field(default_factory=time.perf_counter)
 
 
@@ -74,8 +85,10 @@ class CollectionWriter:
         compact_dead_fraction: float = 1.0,
         compact_min_rows: int = 1 << 62,
         compact_own_rows: int = 1 << 62,
+        signal: CommitSignal | None = None,
     ) -> None:
         self.collection = collection
+        self.signal = signal or CommitSignal()
         self._metrics = metrics
         self._max_pending = max_pending
         self._retry_after_s = retry_after_s
@@ -87,12 +100,15 @@ class CollectionWriter:
         self._flushing: asyncio.Task[None] | None = None
         self._closed = False
 
-    async def write(self, plan: Plan, context: RequestContext | None = None) -> WriteResult:
+    async def write(
+        self, plan: Plan, context: RequestContext | None = None, key: str | None = None
+    ) -> WriteResult:
         """Order, log (fsynced) and apply the operation ``plan`` makes; returns once readers see
-        it. Raises the plan's :class:`DomainError`, :class:`OverloadedError` when
-        ``max_pending_writes`` requests wait already, :class:`WriteFailedError` when the log
-        fails. The request's ``context`` gets the write's time (handed over until durable and
-        visible) and its group's fsync time."""
+        it. With an idempotency ``key`` the collection remembers, nothing is logged and the
+        answer is the first write's. Raises the plan's :class:`DomainError`,
+        :class:`OverloadedError` when ``max_pending_writes`` requests wait already,
+        :class:`WriteFailedError` when the log fails. The request's ``context`` gets the
+        write's time (handed over until durable and visible) and its group's fsync time."""
         if self._closed:
             raise WriteFailedError(
                 f"collection {self.collection.name!r} is closing", self._retry_after_s
@@ -104,7 +120,7 @@ class CollectionWriter:
                 self._retry_after_s,
             )
         future: asyncio.Future[WriteResult] = asyncio.get_running_loop().create_future()
-        self._pending.append(_Pending(plan, future, context))
+        self._pending.append(_Pending(plan, future, context, key))
         if self._flushing is None or self._flushing.done():
             self._flushing = asyncio.create_task(self._flush())
         return await asyncio.shield(future)
@@ -129,6 +145,7 @@ class CollectionWriter:
                         if commit.fsync is not None:
                             began, ended = commit.fsync
                             context.add_fsync_ms((ended - began) * 1000.0, began)
+            self.signal.fire()
             if self._due_for_compaction():
                 # Writes that arrive meanwhile wait for it: they form the next group.
                 with contextlib.suppress(WriteFailedError):
@@ -202,6 +219,42 @@ class CollectionWriter:
                 self._retry_after_s,
             ) from None
 
+    async def replicate(self, data: bytes) -> int:
+        """Apply the leader's framed records ``data`` (a follower), durably, on the writer's
+        thread between compactions (then compact when due, as a leader would); returns the
+        visible sequence. ``ValueError`` (nothing applied) for records that do not go on from
+        this copy; :class:`WriteFailedError` when the log fails."""
+        if self._closed:
+            raise WriteFailedError(
+                f"collection {self.collection.name!r} is closing", self._retry_after_s
+            )
+        loop = asyncio.get_running_loop()
+        try:
+            seq = await loop.run_in_executor(self._thread, self._replicate, data)
+        finally:
+            self.signal.fire()
+        if self._due_for_compaction():
+            with contextlib.suppress(WriteFailedError):
+                await loop.run_in_executor(self._thread, self._compact, "threshold")
+        return seq
+
+    def _replicate(self, data: bytes) -> int:
+        """Blocking (the writer's thread)."""
+        collection = self.collection
+        try:
+            seq = collection.apply_replicated(data)
+        except LogError as error:
+            raise self._failed(error) from None
+        self._metrics.record_collection(
+            collection.name, collection.view().count, collection.rows, collection.log_bytes
+        )
+        return seq
+
+    async def on_thread(self, work: Callable[[LiveCollection], Any]) -> Any:
+        """Run ``work(collection)`` on the writer's thread, between two groups of writes."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._thread, work, self.collection)
+
     async def snapshot(self, root: Path) -> Snapshot:
         """Write the collection as readers see it now as a bundle version under ``root``
         (:meth:`storage.live.collection.LiveCollection.snapshot`), off the writer's thread:
@@ -214,8 +267,13 @@ class CollectionWriter:
         outcomes: list[WriteResult | BaseException] = []
         staged: list[int] = []
         for pending in group:
+            if pending.key is not None and (prior := collection.keyed(pending.key)) is not None:
+                outcomes.append(WriteResult(prior.seq, prior.done))
+                continue
             try:
                 operation = pending.plan(collection.staged_view())
+                if pending.key is not None:
+                    operation = dataclasses.replace(operation, key=pending.key)
                 seq, done = collection.stage(operation)
             except DomainError as error:
                 outcomes.append(error)

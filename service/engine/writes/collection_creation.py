@@ -7,6 +7,7 @@ manifest, the variant's build against the one served) before the registry create
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from service.exceptions import (
 )
 from service.settings import Settings
 from storage.live.base import ITEMS, BaseError, SnapshotInfo, read_snapshot
-from storage.live.collection import CollectionSpec, CollectionSpecError, now_text
+from storage.live.spec import CollectionSpec, CollectionSpecError, now_text
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,8 @@ class NewCollection:
     """The faiss factory compaction builds over the base."""
     from_snapshot: SnapshotSource | None = None
     from_bundle: str | None = None
+    acks: str | None = None
+    """Its acknowledgement policy (leader, majority, all; None: the server's default)."""
 
     def check(self) -> None:
         """:class:`InvalidQueryError` unless the values make one collection: at most one of
@@ -137,6 +140,8 @@ async def create_live_collection(
             variant_fingerprint=fingerprint,
             created=now_text(),
             index=new.index,
+            acks=new.acks,
+            uid=uuid.uuid4().hex,
         )
     except CollectionSpecError as exc:
         raise InvalidQueryError(str(exc)) from None

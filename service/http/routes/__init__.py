@@ -29,6 +29,8 @@ _DESCRIPTIONS = {
     422: "Invalid input: the request breaks the schema or a limit the document states, bad "
     "base64, bytes that are not an image, a vector of zero norm, a range no value can "
     "satisfy, an input the encoder gives no finite embedding for (invalid_input).",
+    421: "This server follows a leader and takes no writes (not_leader): x-leader names the "
+    "leader to send them to, when known.",
     503: "Bundles still loading or the server shutting down (not_ready), or the encoder queue "
     "full or the request's deadline passed while it queued (overloaded); with Retry-After.",
 }

@@ -12,7 +12,7 @@ import dataclasses
 from fastapi import APIRouter, Depends, Response
 from starlette.concurrency import run_in_threadpool
 
-from service.engine.collection.live_collections import LiveCollections
+from service.engine.collection.live_collections import LiveCollections, LiveEntry
 from service.engine.search import scroll as scrolling
 from service.engine.writes.collection_creation import (
     NewCollection,
@@ -28,6 +28,14 @@ from service.engine.writes.item_writes import (
     upsert_of,
 )
 from service.exceptions import WritesUnavailableError, quoted
+from service.http.consistency import (
+    AcksParam,
+    IdempotencyKey,
+    MinSeqHeader,
+    check_writes,
+    read_consistently,
+    write_acknowledged,
+)
 from service.http.dependencies import (
     AnyCollectionName,
     CatalogDep,
@@ -53,6 +61,7 @@ from service.http.schemas.collections import (
     LiveCollectionInfo,
     PatchRequest,
     PatchResponse,
+    ReplicaPosition,
     ScrolledItem,
     ScrollRequest,
     ScrollResponse,
@@ -75,12 +84,34 @@ _WRITE_DESCRIPTIONS = {
     "collection of no item (collection_empty), or a server without live collections "
     "(writes_unavailable).",
     503: "Not ready, or a high-water mark reached (overloaded: writes waiting for the log, "
-    "segment rows, log bytes), or the log failed (write_failed); with Retry-After. Nothing "
-    "of the request was logged.",
+    "segment rows, log bytes), or the log failed (write_failed): nothing of the request was "
+    "logged; or a leader that no majority of its replicas follows (no_quorum: nothing "
+    "logged); or acknowledgements that did not come in ack_timeout_s (replication_timeout: "
+    "the write is logged and visible on the leader, x-seq names it; retry with the same "
+    "Idempotency-Key). With Retry-After.",
 }
 WRITE_ERRORS = error_responses(
-    *AUTH_ERRORS, 404, 409, 413, 415, 422, 503, descriptions=_WRITE_DESCRIPTIONS
+    *AUTH_ERRORS, 404, 409, 413, 415, 421, 422, 503, descriptions=_WRITE_DESCRIPTIONS
 )
+
+
+def _replica_positions(state: ServiceState, entry: LiveEntry) -> list[ReplicaPosition]:
+    """The replicas of ``entry``'s collection this server knows, and how far each applied it."""
+    replicas = state.replicas
+    name = entry.collection.name
+    here = ReplicaPosition(
+        url=None if replicas is None else replicas.own_url,
+        role="leader" if replicas is None else replicas.role,
+        seq=entry.collection.visible_seq,
+    )
+    if replicas is None:
+        return [here]
+    status = replicas.status()
+    return [here] + [
+        ReplicaPosition(url=url, role="follower", seq=positions[name])
+        for _, url, _, positions in status.followers
+        if name in positions
+    ]
 
 
 def _live(state: ServiceState) -> LiveCollections:
@@ -105,6 +136,7 @@ async def create_collection(
     images are embedded on upsert) or of client vectors of dimension ``dim``; or started from
     a snapshot (``from_snapshot``), whose items become its base. Needs an admin key when keys
     are configured. A name a bundle collection or a live one has is 409 collection_exists."""
+    check_writes(state)
     new = NewCollection(
         name=body.name,
         variant=body.variant,
@@ -117,6 +149,7 @@ async def create_collection(
             else SnapshotSource(body.from_snapshot.collection, body.from_snapshot.version)
         ),
         from_bundle=body.from_bundle,
+        acks=body.acks,
     )
     entry = await create_live_collection(new, _live(state), catalog, state.settings)
     return Response(
@@ -134,7 +167,8 @@ async def create_collection(
 )
 async def collection_info(name: CollectionName, state: StateDep) -> LiveCollectionInfo:
     """The collection's dimension, variant, fields, item ``count`` and last sequence number."""
-    return LiveCollectionInfo.of(_live(state).require(name))
+    entry = _live(state).require(name)
+    return LiveCollectionInfo.of(entry, _replica_positions(state, entry))
 
 
 @router.patch(
@@ -156,6 +190,7 @@ async def add_fields(
     (409 writes_unavailable). Needs a write key when keys are configured."""
     live = _live(state)
     catalog = state.catalog
+    check_writes(state)
     if live.get(name) is None and catalog is not None and name in served_names(catalog):
         raise WritesUnavailableError(
             f"{quoted(name)} is a bundle collection: a bundle takes no writes and no new "
@@ -168,12 +203,13 @@ async def add_fields(
 @plain_router.delete(
     "/v1/collections/{name}",
     response_model=DropResponse,
-    responses=error_responses(*AUTH_ERRORS, 404, 409, 503),
+    responses=error_responses(*AUTH_ERRORS, 404, 409, 421, 503),
     summary="Drop a live collection",
 )
 async def drop_collection(name: CollectionName, state: StateDep) -> DropResponse:
     """Finish its pending writes, then delete it with its log (needs an admin key when keys are
     configured). Searches already running finish on what they hold."""
+    check_writes(state)
     await _live(state).drop(name)
     return DropResponse(dropped=name)
 
@@ -191,12 +227,15 @@ async def upsert_items(
     state: StateDep,
     catalog: CatalogDep,
     context: ContextDep,
+    acks: AcksParam = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> UpsertResponse:
     """All or nothing: every item is checked (id unique in the batch, metadata of declared
     fields and types, a vector of the collection's dimension, a text or image its variant can
     embed) and embedded before anything is logged; any bad item refuses the request, naming it
     (``items.3.vector``). An id that exists is replaced. The answer comes once the write is
     fsynced to the log and every search sees it."""
+    check_writes(state)
     entry = _live(state).admit(name, len(body.items))
     items = [
         NewItem(
@@ -211,7 +250,9 @@ async def upsert_items(
         for position, item in enumerate(body.items)
     ]
     operation = await upsert_of(state.searcher, context, catalog, entry, items)
-    result = await entry.writer.write(lambda _view: operation, context)
+    result = await write_acknowledged(
+        state, entry, lambda _view: operation, context, idempotency_key, acks
+    )
     state.metrics.writes.labels(name, "upsert", "items").inc(result.done)
     return UpsertResponse(seq=result.seq, upserted=result.done)
 
@@ -224,17 +265,23 @@ async def upsert_items(
     summary="Delete items by id or by filter",
 )
 async def delete_items(
-    body: DeleteRequest, name: CollectionName, state: StateDep, context: ContextDep
+    body: DeleteRequest,
+    name: CollectionName,
+    state: StateDep,
+    context: ContextDep,
+    acks: AcksParam = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> DeleteResponse:
     """``ids`` (unknown ones are ignored), or every item the ``filter`` keeps at the moment the
     delete is logged: items written after it are never touched. Answered once durable and
     visible."""
+    check_writes(state)
     entry = _live(state).require(name)
     if body.filter is not None:
         plan = delete_filter_plan(entry, body.filter)
     else:
         plan = delete_ids_plan(body.ids or [])
-    result = await entry.writer.write(plan, context)
+    result = await write_acknowledged(state, entry, plan, context, idempotency_key, acks)
     state.metrics.writes.labels(name, "delete", "items").inc(result.done)
     return DeleteResponse(seq=result.seq, deleted=result.done)
 
@@ -246,8 +293,13 @@ async def delete_items(
     dependencies=[Depends(require_json)],
     summary="Stored items by id",
 )
-async def get_items(body: GetRequest, name: CollectionName, state: StateDep) -> GetResponse:
-    """The items of ``ids`` that exist, in the order asked, as of one sequence number."""
+async def get_items(
+    body: GetRequest, name: CollectionName, state: StateDep, min_seq: MinSeqHeader = None
+) -> GetResponse:
+    """The items of ``ids`` that exist, in the order asked, as of one sequence number (on a
+    replica: at least ``X-Min-Seq``)."""
+    _live(state).require(name)  # 404 before any wait
+    await read_consistently(state, [name], min_seq)
     view = _live(state).require(name).collection.view()
     items = []
     for item_id in dict.fromkeys(body.ids):
@@ -292,7 +344,11 @@ _READ_ERRORS = error_responses(
     summary="Page through a collection's items, by filter",
 )
 async def scroll_items(
-    body: ScrollRequest, name: AnyCollectionName, state: StateDep, catalog: CatalogDep
+    body: ScrollRequest,
+    name: AnyCollectionName,
+    state: StateDep,
+    catalog: CatalogDep,
+    min_seq: MinSeqHeader = None,
 ) -> ScrollResponse:
     """The items the ``filter`` keeps, in row order (write order), ``limit`` at a time; each
     page's ``next_cursor`` (null on the last page) gives the next. Any collection a search can
@@ -303,6 +359,7 @@ async def scroll_items(
     compaction the scroll goes on at the first item after the cursor that survived it. A
     cursor that cannot be followed (a bundle reloaded to another version, a live collection
     compacted many times or compacted and restarted) is 422 with param 'cursor'. Any key."""
+    await read_consistently(state, [name], min_seq)
     target = scrolling.scroll_target(
         catalog, state.searcher.live, state.searcher.sharded, name, body.variant
     )
@@ -338,10 +395,15 @@ async def scroll_items(
     summary="Count a collection's items, by filter",
 )
 async def count_items(
-    body: CountRequest, name: AnyCollectionName, state: StateDep, catalog: CatalogDep
+    body: CountRequest,
+    name: AnyCollectionName,
+    state: StateDep,
+    catalog: CatalogDep,
+    min_seq: MinSeqHeader = None,
 ) -> CountResponse:
     """How many items the ``filter`` keeps (every item without one): what a search with that
     filter could return at most. Any collection a search can name. Any key."""
+    await read_consistently(state, [name], min_seq)
     target = scrolling.scroll_target(
         catalog, state.searcher.live, state.searcher.sharded, name, body.variant
     )
@@ -368,12 +430,16 @@ async def patch_item(
     id: ItemIdParam,
     state: StateDep,
     context: ContextDep,
+    acks: AcksParam = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> PatchResponse:
     """Merge ``metadata`` into the stored item's (a null removes a field), or replace it with
     ``merge`` false; the vector and text stay. 404 when the item does not exist when the patch
     is logged."""
+    check_writes(state)
     entry = _live(state).admit(name, 1)
-    result = await entry.writer.write(patch_plan(entry, id, body.metadata, body.merge), context)
+    plan = patch_plan(entry, id, body.metadata, body.merge)
+    result = await write_acknowledged(state, entry, plan, context, idempotency_key, acks)
     state.metrics.writes.labels(name, "patch", "items").inc(result.done)
     return PatchResponse(seq=result.seq)
 

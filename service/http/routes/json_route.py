@@ -35,6 +35,14 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
+from service.http.consistency import (
+    AcksParam,
+    IdempotencyKey,
+    MinSeqHeader,
+    acks_of_request,
+    idempotency_key_of,
+    min_seq_of,
+)
 from service.http.dependencies import (
     AnyCollectionName,
     CatalogDep,
@@ -60,6 +68,9 @@ _RESOLVERS: dict[object, Resolver] = {
     CollectionName: lambda request, _state: str(request.path_params["name"]),
     AnyCollectionName: lambda request, _state: str(request.path_params["name"]),
     ItemIdParam: lambda request, _state: str(request.path_params["id"]),
+    AcksParam: lambda request, _state: acks_of_request(request),
+    IdempotencyKey: lambda request, _state: idempotency_key_of(request),
+    MinSeqHeader: lambda request, _state: min_seq_of(request),
 }
 # FastAPI's error for a missing body, kept word for word.
 _MISSING_BODY = [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]

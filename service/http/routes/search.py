@@ -15,6 +15,7 @@ from service.engine.query.images import ImagePayload, refuse_oversized_file
 from service.engine.query.query import ImageSide, SearchQuery
 from service.engine.search.searcher import Answer
 from service.exceptions import DomainError, ImageRefusedError, quoted
+from service.http.consistency import MinSeqHeader, read_consistently
 from service.http.dependencies import (
     CatalogDep,
     ContextDep,
@@ -100,7 +101,11 @@ def _response(context: RequestContext, answer: Answer, include_metadata: bool) -
     summary="Search a collection with a text, an image or a stored item",
 )
 async def search(
-    body: SearchRequest, state: StateDep, catalog: CatalogDep, context: ContextDep
+    body: SearchRequest,
+    state: StateDep,
+    catalog: CatalogDep,
+    context: ContextDep,
+    min_seq: MinSeqHeader = None,
 ) -> Response:
     """Top-``k`` items by cosine similarity, ordered by score descending then bundle row
     ascending. ``k`` above the collection's size (after ``exclude``) returns every row.
@@ -111,8 +116,12 @@ async def search(
     Limits are checked before anything is decoded or encoded: a base64 image over
     ``max_image_bytes`` is 413, an image query on a variant without an image tower 409
     ``tower_missing``. Images larger than the JSON body limit allows go to
-    ``POST /v1/search/upload``."""
+    ``POST /v1/search/upload``.
+
+    On a replica of a live collection the search sees at least ``X-Min-Seq`` (by default on a
+    follower: every write the leader had answered when the search began)."""
     check_vector_lengths(body, state.searcher.vector_dims(catalog))
+    await read_consistently(state, [body.collection], min_seq)
     answer = await state.searcher.search(context, catalog, body.to_query())
     return _response(context, answer, body.include_metadata)
 
@@ -126,7 +135,11 @@ async def search(
     summary="Many searches in one request",
 )
 async def search_bulk(
-    body: BulkSearchRequest, state: StateDep, catalog: CatalogDep, context: ContextDep
+    body: BulkSearchRequest,
+    state: StateDep,
+    catalog: CatalogDep,
+    context: ContextDep,
+    min_seq: MinSeqHeader = None,
 ) -> Response:
     """Each search is a ``POST /v1/search`` body; the answers come in request order, each with
     the status a lone search would have had: 200 with its ``result``, or its own ``error``
@@ -139,6 +152,8 @@ async def search_bulk(
     searches of one collection run as one faiss call, so a bulk request costs far less than as
     many single ones."""
     check_vector_lengths(body, state.searcher.vector_dims(catalog))
+    names = list(dict.fromkeys(search.collection for search in body.searches))
+    await read_consistently(state, names, min_seq)
     answers = await state.searcher.search_many(context, catalog, body.queries())
     items: list[dict[str, Any]] = [{} for _ in range(body.count)]
     for position in range(body.count):

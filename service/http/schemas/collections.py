@@ -19,6 +19,7 @@ from service.http.schemas.wire import (
     QueryText,
     StrictRequest,
 )
+from service.settings import Acks
 
 COLLECTION_NAME_PATTERN = LIVE_COLLECTION_NAME.pattern
 FieldName = Annotated[str, Field(pattern=FIELD_NAME_PATTERN.pattern)]
@@ -106,6 +107,12 @@ class CreateCollectionRequest(StrictRequest):
         "not re-embedded; the bundle itself stays as it is. Give 'fields' empty and neither "
         "'variant' nor 'dim'.",
     )
+    acks: Acks | SkipJsonSchema[None] = Field(
+        default=None,
+        description="How many replicas hold each write on disk before it is answered: "
+        "'leader', 'majority' (of the replica set) or 'all'; a write may ask for another "
+        "(?acks=). Default: the server's default_acks.",
+    )
 
     @model_validator(mode="after")
     def _variant_or_dim(self) -> CreateCollectionRequest:
@@ -125,6 +132,14 @@ class CreateCollectionRequest(StrictRequest):
         return self
 
 
+class ReplicaPosition(BaseModel):
+    """One replica of a live collection and how far it has applied the log."""
+
+    url: str | None = Field(description="The replica's URL (null: not known).")
+    role: str = Field(description="leader, follower or fenced.")
+    seq: int = Field(description="The last sequence number it holds (a follower: durable).")
+
+
 class LiveCollectionInfo(BaseModel):
     """A live collection: what it holds and where its log stands."""
 
@@ -142,9 +157,20 @@ class LiveCollectionInfo(BaseModel):
     index: str = Field(description="The faiss factory its base is built with.")
     log_bytes: int = Field(description="Size of its write-ahead log.")
     created: str
+    acks: str | None = Field(
+        default=None,
+        description="Its acknowledgement policy (null: the server's default_acks).",
+    )
+    replicas: list[ReplicaPosition] = Field(
+        default_factory=list,
+        description="The replicas this server knows of and the sequence number each has "
+        "applied: this one, and on a leader every follower that fetched in its term.",
+    )
 
     @classmethod
-    def of(cls, entry: LiveEntry) -> LiveCollectionInfo:
+    def of(
+        cls, entry: LiveEntry, replicas: list[ReplicaPosition] | None = None
+    ) -> LiveCollectionInfo:
         """The facts of an open live collection, as readers see it now."""
         collection = entry.collection
         spec, view = collection.spec, collection.view()
@@ -161,6 +187,8 @@ class LiveCollectionInfo(BaseModel):
             index=spec.index,
             log_bytes=collection.log_bytes,
             created=spec.created,
+            acks=spec.acks,
+            replicas=replicas or [],
         )
 
 

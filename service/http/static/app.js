@@ -71,6 +71,11 @@
       const error = (body && body.error) || {};
       throw new ApiError(response.status, error.code || "error", error.message || response.statusText);
     }
+    const replica = response.headers.get("x-replica");
+    if (replica && body && typeof body === "object" && !Array.isArray(body)) {
+      // Which server answered, for a collection served by several (its URL, role and term).
+      Object.defineProperty(body, "answeredBy", { value: replica, enumerable: false });
+    }
     return body;
   }
 
@@ -345,7 +350,8 @@
     timings.className = "timings";
     timings.textContent = `decode ${t.decode.toFixed(1)} ms · queue ${t.queue.toFixed(1)} ms · `
       + `encode ${t.encode.toFixed(1)} ms · search ${t.search.toFixed(1)} ms · `
-      + `total ${t.total.toFixed(1)} ms`;
+      + `total ${t.total.toFixed(1)} ms`
+      + (answer.answeredBy ? ` · answered by ${answer.answeredBy}` : "");
     const list = document.createElement("ol");
     list.className = "grid";
     for (const hit of answer.results) {

@@ -330,6 +330,26 @@ async def test_the_coroutines_await_the_async_client_never_the_sync_one(
 
 
 @pytest.mark.asyncio
+async def test_a_write_through_a_coroutine_is_read_back_by_the_sync_methods(
+    service_url: str, collection_name: str
+) -> None:
+    """Each coroutine runs on an AsyncClient of the store's sync client's settings, which
+    shares what it wrote: the sync search after it asks for that write (X-Min-Seq)."""
+    store = CrisscrossVectorStore(collection_name, variant=VARIANT, base_url=service_url)
+    try:
+        await store.aadd_texts(["a hamster in a wheel"], ids=["ham"])
+        seq = store.client.written_seqs[collection_name]
+        assert [d.id for d in store.similarity_search("a hamster", k=1)] == ["ham"]
+        last = store.client.last_response
+        assert last is not None
+        assert last.response is not None
+        assert last.response.request.headers["x-min-seq"] == f"{collection_name}={seq}"
+    finally:
+        store.drop()
+        store.close()
+
+
+@pytest.mark.asyncio
 async def test_afrom_texts_and_the_retrievers_coroutine(
     service_url: str, collection_name: str
 ) -> None:

@@ -4,7 +4,8 @@ or made and owned), and for the coroutine methods an :class:`~crisscross_client.
 An integration's coroutines await an ``AsyncClient``, never the sync client in the event loop.
 A given ``async_client`` is used as it is (its connections pooled, its event loop the caller's).
 Without one, each coroutine call opens an ``AsyncClient`` with the sync client's settings (root,
-key, headers, timeout, retries, limits) and closes it before it returns: an ``httpx`` pool
+key, headers, timeout, retries, limits, acks, read-your-writes and the sequence numbers written)
+and closes it before it returns: an ``httpx`` pool
 belongs to the event loop it first ran in, and a store or embeddings object may be awaited from
 several loops (``asyncio.run`` twice, one loop per test). Opening one costs well under a
 millisecond (the TLS context is made once per process) plus a new connection per call; a
@@ -50,17 +51,23 @@ def new_async_client(base_url: str | None, api_key: str | None) -> AsyncClient:
 
 
 def async_twin(client: Client) -> AsyncClient:
-    """A new ``AsyncClient`` with ``client``'s settings (the caller closes it)."""
+    """A new ``AsyncClient`` with ``client``'s settings (the caller closes it), sharing the
+    sequence numbers it wrote: a write through either is read back through the other
+    (read-your-writes)."""
     settings = client._settings
     headers = {name: value for name, value in settings.headers.items() if name != "user-agent"}
-    return AsyncClient(
+    twin = AsyncClient(
         client.base_url,
         timeout=settings.timeout,
         retry=client.retry_policy,
         limits=client.limits,
         headers=headers,
+        acks=settings.acks,
+        read_your_writes=settings.read_your_writes,
         transport=httpx.AsyncHTTPTransport(verify=_tls_context()),
     )
+    twin._settings.written = settings.written
+    return twin
 
 
 @asynccontextmanager

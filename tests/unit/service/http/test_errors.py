@@ -63,6 +63,11 @@ def test_every_domain_error_has_a_code() -> None:
         "ShuttingDownError": 503,
         "NotReadyError": 503,
         "ShardsUnavailableError": 503,
+        "NotLeaderError": 421,
+        "NoQuorumError": 503,
+        "ReplicationTimeoutError": 503,
+        "ReplicaBehindError": 503,
+        "PromotionRefusedError": 409,
         "BundleRejectedError": 409,
         "TowerMissingError": 409,
         "AmbiguousNameError": 409,
@@ -99,6 +104,7 @@ def test_422_is_for_input_that_is_wrong_and_409_for_a_conflict_with_what_is_serv
         ErrorCode.COLLECTION_LIMIT,
         ErrorCode.COLLECTION_EMPTY,
         ErrorCode.WRITES_UNAVAILABLE,
+        ErrorCode.PROMOTION_REFUSED,
     }
     invalid = {code for code, status in STATUS_OF.items() if status == 422}
     assert invalid == {ErrorCode.INVALID_INPUT}
@@ -197,3 +203,23 @@ def test_a_domain_error_without_a_field_has_no_param() -> None:
     assert ImageRefusedError("invalid_image", "query.image: no", param="query.image").param == (
         "query.image"
     )
+
+
+def test_replication_errors_carry_their_headers() -> None:
+    from service.exceptions import NotLeaderError, ReplicationTimeoutError
+
+    assert headers_of(NotLeaderError("follower", "http://127.0.0.1:9")) == {
+        "x-leader": "http://127.0.0.1:9"
+    }
+    assert headers_of(NotLeaderError("fenced", None)) is None
+    assert headers_of(ReplicationTimeoutError("slow", 41, 2)) == {
+        "Retry-After": "2",
+        "x-seq": "41",
+    }
+
+
+def test_a_leader_url_that_cannot_be_a_header_is_left_out() -> None:
+    from service.exceptions import NotLeaderError
+
+    assert headers_of(NotLeaderError("follower", "http://h\u00e9:1")) is None
+    assert headers_of(NotLeaderError("follower", "http://h\n:1")) is None

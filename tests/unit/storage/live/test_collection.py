@@ -23,8 +23,6 @@ from storage.live.base import (
 from storage.live.collection import (
     LOG_FILE,
     CollectionExistsError,
-    CollectionSpec,
-    CollectionSpecError,
     LiveCollection,
     collection_names,
     create_collection,
@@ -32,6 +30,7 @@ from storage.live.collection import (
 )
 from storage.live.log import WriteAheadLog
 from storage.live.operations import Delete, Upsert
+from storage.live.spec import CollectionSpec, CollectionSpecError
 from storage.reader import load_bundle
 
 DIM = 8
@@ -445,3 +444,84 @@ def test_compactions_carry_a_readers_row_to_the_first_item_kept_after_it(
     assert collection.carried_row(first, 3, collection.view().generation) is None
     assert collection.carried_row(second, 0, collection.view().generation) == 0
     collection.close()
+
+
+def test_a_replica_applies_the_leaders_records_into_an_equal_copy(tmp_path: Path) -> None:
+    leader = LiveCollection.open(create_collection(tmp_path / "leader", _spec()))
+    rng = np.random.default_rng(3)
+    model: Model = {}
+    for n in range(30):
+        ids = tuple(f"id{(n * 7 + i) % 40}" for i in range(5))
+        vectors = _unit(rng.standard_normal((5, DIM)))
+        leader.stage(Upsert(ids, vectors, ({"cat": "a"},) * 5, (None,) * 5, key=f"k{n}"))
+        model.update({k: (vectors[i].tobytes(), {"cat": "a"}) for i, k in enumerate(ids)})
+        if n % 4 == 3:
+            leader.stage(Delete((ids[0],)))
+            model.pop(ids[0])
+        leader.commit()
+    replica = LiveCollection.open(create_collection(tmp_path / "replica", leader.spec))
+    while replica.visible_seq < leader.visible_seq:
+        replica.apply_replicated(leader.frames_after(replica.visible_seq, max_bytes=4096))
+    _assert_equal(replica, model)
+    assert replica.keyed("k29") == leader.keyed("k29")
+    with pytest.raises(ValueError, match="does not follow"):
+        replica.apply_replicated(leader.frames_after(0, max_bytes=1 << 20))
+    replica.close()
+    # Its log is its own: it opens to the same items, and compacts to the same rows.
+    replica = LiveCollection.open(tmp_path / "replica" / "items")
+    _assert_equal(replica, model)
+    leader_rows = [leader.view().item_id(int(r)) for r in leader.view().live_rows()]
+    replica.compact()
+    assert [replica.view().item_id(int(r)) for r in replica.view().live_rows()] == leader_rows
+    leader.close()
+    replica.close()
+
+
+def test_idempotency_keys_survive_a_reopen_and_a_compaction(tmp_path: Path) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    vectors = _unit(np.ones((2, DIM)))
+    seq, done = collection.stage(Upsert(("a", "b"), vectors, ({}, {}), (None, None), key="k1"))
+    collection.commit()
+    assert collection.keyed("k1") is not None
+    collection.close()
+    collection = LiveCollection.open(folder)
+    assert (collection.keyed("k1").seq, collection.keyed("k1").done) == (seq, done)
+    collection.compact()
+    collection.close()
+    collection = LiveCollection.open(folder)
+    assert collection.keyed("k1") is not None
+    assert collection.keyed("k1").seq == seq
+    assert collection.keyed("k2") is None
+    collection.close()
+
+
+def test_a_new_term_is_recorded_from_the_next_record_on(tmp_path: Path) -> None:
+    folder = create_collection(tmp_path, _spec())
+    collection = LiveCollection.open(folder)
+    _stage(collection, ["a"])
+    collection.commit()
+    history = collection.begin_term(2)
+    assert history.term_of(collection.visible_seq) == 0
+    assert history.term_of(collection.visible_seq + 1) == 2
+    collection.close()
+    assert LiveCollection.open(folder).terms == history
+
+
+def test_a_copy_made_from_a_base_goes_on_after_its_sequence(tmp_path: Path) -> None:
+    leader, model = _filled(tmp_path / "leader")[1:]
+    done = leader.compact()
+    assert done.base_version is not None
+    version_dir = leader.folder / BASE_FOLDER / done.base_version
+    copy_folder = create_collection(
+        tmp_path / "copy", leader.spec, version_dir, ITEMS, base_seq=done.seq
+    )
+    copy = LiveCollection.open(copy_folder)
+    assert copy.base_seq == done.seq == copy.visible_seq
+    _assert_equal(copy, model)
+    leader.stage(Upsert(("new",), _unit(np.ones((1, DIM))), ({"cat": "x"},), (None,)))
+    leader.commit()
+    copy.apply_replicated(leader.frames_after(copy.visible_seq, 1 << 20))
+    assert copy.view().row_of("new") is not None
+    leader.close()
+    copy.close()

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from storage.live import log as log_module
-from storage.live.log import HEADER_BYTES, LogError, LogRecord, WriteAheadLog, frame
+from storage.live.log import (
+    HEADER_BYTES,
+    LogError,
+    LogRecord,
+    WriteAheadLog,
+    frame,
+    read_frames,
+)
 
 
 def _records(first: int, count: int) -> list[LogRecord]:
@@ -136,3 +143,42 @@ def test_a_log_is_replaced_whole_and_goes_on_from_its_last_record(tmp_path: Path
     _, found, recovery = WriteAheadLog.open(path)
     assert found == [LogRecord(4, b"checkpoint"), LogRecord(5, b"five")]
     assert recovery.reason is None
+
+
+def test_frames_after_reads_back_what_a_replica_appends(tmp_path: Path) -> None:
+    log, _, _ = WriteAheadLog.open(tmp_path / "log.wal")
+    log.append([LogRecord(seq, b"x" * seq) for seq in range(1, 11)])
+    data = log.frames_after(3, upto=7, max_bytes=1 << 20)
+    assert [record.seq for record in read_frames(data, 3)] == [4, 5, 6, 7]
+    assert log.frames_after(10, upto=10, max_bytes=1 << 20) == b""
+    # At least one record, then as many as fit.
+    one = log.frames_after(0, upto=10, max_bytes=1)
+    assert [record.seq for record in read_frames(one, 0)] == [1]
+    some = read_frames(log.frames_after(0, upto=10, max_bytes=HEADER_BYTES * 3 + 6), 0)
+    assert [record.seq for record in some] == [1, 2, 3]
+    # A replica's copy reads the same records back after a reopen.
+    log.close()
+    again, _, _ = WriteAheadLog.open(tmp_path / "log.wal")
+    assert again.frames_after(3, upto=7, max_bytes=1 << 20) == data
+    again.close()
+
+
+def test_frames_after_a_rewrite_start_at_its_first_record(tmp_path: Path) -> None:
+    log, _, _ = WriteAheadLog.open(tmp_path / "log.wal")
+    log.append([LogRecord(seq, b"r") for seq in range(1, 6)])
+    log.replace_with([], after=5)
+    assert log.first_seq == 6
+    log.append([LogRecord(6, b"s"), LogRecord(7, b"t")])
+    with pytest.raises(ValueError, match="starts at record 6"):
+        log.frames_after(2, upto=7, max_bytes=1 << 20)
+    assert [r.payload for r in read_frames(log.frames_after(5, 7, 1 << 20), 5)] == [b"s", b"t"]
+    log.close()
+
+
+def test_read_frames_refuses_records_that_do_not_go_on() -> None:
+    data = frame(3, b"a") + frame(4, b"b")
+    assert len(read_frames(data, 2)) == 2
+    with pytest.raises(ValueError, match="does not follow"):
+        read_frames(data, 1)
+    with pytest.raises(ValueError, match="damaged"):
+        read_frames(data[:-1], 2)

@@ -38,8 +38,9 @@ from service.exceptions import DomainError
 from storage.columns import build_columns
 from storage.id_table import IdTable
 from storage.index_files import build_index
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Upsert
+from storage.live.spec import CollectionSpec
 from storage.reader import LoadedCollection
 
 DIM = 8

@@ -23,8 +23,9 @@ from service.exceptions import (
 )
 from service.metrics import ServiceMetrics
 from service.settings import Settings
-from storage.live.collection import LOG_FILE, CollectionSpec
+from storage.live.collection import LOG_FILE
 from storage.live.operations import Upsert
+from storage.live.spec import CollectionSpec
 
 
 def _registry(root: Path | None, **overrides: object) -> LiveCollections:

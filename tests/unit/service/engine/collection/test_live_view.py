@@ -17,9 +17,10 @@ from service.engine.rank.lexical_index import LexicalIndexes
 from service.engine.search.page_executor import Vectors, execute
 from service.engine.search.pages import SearchPage
 from service.engine.search.planner import VectorSpace, checked_plan
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Delete, Upsert
 from storage.live.segment import MutableSegment, SegmentView
+from storage.live.spec import CollectionSpec
 
 DIM = 6
 

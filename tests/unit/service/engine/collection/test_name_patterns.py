@@ -7,7 +7,7 @@ import pytest
 
 from service.engine.collection.name_patterns import BUNDLE_VERSION, LIVE_COLLECTION_NAME
 from storage.layout import VERSION_PATTERN
-from storage.live.collection import NAME_PATTERN, CollectionSpec, CollectionSpecError
+from storage.live.spec import NAME_PATTERN, CollectionSpec, CollectionSpecError
 
 
 def test_they_are_the_storage_patterns() -> None:

@@ -15,9 +15,10 @@ from service.exceptions import NotFoundError, OverloadedError, WriteFailedError
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from storage.live import log as log_module
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Operation, Upsert
 from storage.live.segment import SegmentView
+from storage.live.spec import CollectionSpec
 
 
 def _writer(tmp_path: Path, max_pending: int = 64) -> CollectionWriter:

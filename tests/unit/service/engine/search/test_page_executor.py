@@ -41,9 +41,10 @@ from service.engine.search.pages import SearchPage
 from service.engine.search.planner import SearchPlan, VectorSpace, checked_plan
 from storage.columns import build_columns, infer_fields
 from storage.index_files import build_index
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Delete, Upsert
 from storage.live.segment import SegmentView
+from storage.live.spec import CollectionSpec
 from tests.fakes.fake_faiss import served_with
 
 DIM = 8

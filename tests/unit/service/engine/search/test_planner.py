@@ -33,8 +33,9 @@ from service.exceptions import (
 from service.metrics import ServiceMetrics
 from storage.columns import build_columns, infer_fields
 from storage.index_files import build_index
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Upsert
+from storage.live.spec import CollectionSpec
 from tests.fakes.fake_faiss import served_with, tie_corpus
 from tests.unit.service.engine.collection.test_catalog import catalog_of, variant
 

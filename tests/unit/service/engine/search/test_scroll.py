@@ -40,8 +40,9 @@ from service.metrics import ServiceMetrics
 from storage.columns import build_columns, infer_fields
 from storage.id_table import IdTable
 from storage.index_files import build_index
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Delete, Upsert
+from storage.live.spec import CollectionSpec
 from storage.reader import LoadedCollection
 
 COUNT = 23

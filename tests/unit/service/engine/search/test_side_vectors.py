@@ -22,8 +22,9 @@ from service.exceptions import DimensionMismatchError, NotFoundError
 from service.metrics import ServiceMetrics
 from service.request_context import RequestContext
 from service.settings import Settings
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Upsert
+from storage.live.spec import CollectionSpec
 from tests.unit.service.engine.collection.test_catalog import catalog_of, variant
 
 

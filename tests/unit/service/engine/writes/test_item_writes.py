@@ -21,8 +21,9 @@ from service.engine.writes.item_writes import (
 )
 from service.exceptions import FieldMismatchError, FilterNotApplicableError, NotFoundError
 from service.metrics import ServiceMetrics
-from storage.live.collection import CollectionSpec, LiveCollection, create_collection
+from storage.live.collection import LiveCollection, create_collection
 from storage.live.operations import Delete, Upsert
+from storage.live.spec import CollectionSpec
 
 FIELDS = {"cat": FieldType.STRING, "n": FieldType.INTEGER, "at": FieldType.TIMESTAMP}
 

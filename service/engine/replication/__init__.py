@@ -1,0 +1,1 @@
+"""Replicas of the live collections: a leader's log followed by other servers."""
