@@ -166,18 +166,17 @@ class Follower:
                 await self._install(state)
             elif entry is not None:
                 self.progress.confirmed.add(state.name)
+                # The leader's fields and term history first (both only grow, and hold what
+                # the records need), so a crash between them and the records leaves a copy
+                # that still goes on from the leader's log.
+                held = entry.collection.spec.fields
+                added = {name: kind for name, kind in state.spec.fields.items() if name not in held}
+                if added:
+                    entry = await self._live.add_fields(state.name, added, max_fields=1 << 30)
+                await entry.writer.on_thread(_adopting(state.terms))
                 if state.records:
                     self._metrics.replication_catchup_bytes.labels("log").inc(len(state.records))
                     await self._beating(entry.writer.replicate(state.records))
-                collection = entry.collection
-                await entry.writer.on_thread(_adopting(state.terms))
-                if collection.spec.fields != state.spec.fields:
-                    added = {
-                        name: kind
-                        for name, kind in state.spec.fields.items()
-                        if name not in collection.spec.fields
-                    }
-                    await self._live.add_fields(state.name, added, max_fields=1 << 30)
             self._record_lag(state)
         for entry in self._live.entries:
             if entry.collection.name not in names:

@@ -79,6 +79,20 @@ def test_a_follower_copies_creates_writes_fields_compactions_and_drops(tmp_path:
         )
         await leader_live.add_fields("c", {"n": FieldType.INTEGER}, max_fields=10)
         await _until(lambda: "n" in live.require("c").collection.spec.fields)
+        # A field added and written while the follower is away arrives before its records.
+        await follower.stop()
+        await leader_live.add_fields("c", {"m": FieldType.INTEGER}, max_fields=10)
+        with_m = Upsert(("m1",), np.eye(1, 4, dtype=np.float32), ({"cat": "x", "m": 3},), (None,))
+        seq = (await entry.writer.write(lambda _v: with_m)).seq
+        follower = following()
+        await _until(lambda: live.require("c").collection.visible_seq == seq)
+        copy = live.require("c")
+        assert "m" in copy.collection.spec.fields
+        assert "m" in copy.fields.columns
+        view = copy.collection.view()
+        row = view.row_of("m1")
+        assert row is not None
+        assert view.metadata(row)["m"] == 3
         # Stop following, let the leader compact past the copy, follow again: installed.
         await follower.stop()
         await write("b")
@@ -89,7 +103,12 @@ def test_a_follower_copies_creates_writes_fields_compactions_and_drops(tmp_path:
         await _until(lambda: live.require("c").collection.visible_seq == seq)
         copy = live.require("c").collection
         assert copy.base_seq == seq
-        assert {copy.view().item_id(int(r)) for r in copy.view().live_rows()} == {"a", "b", "c"}
+        assert {copy.view().item_id(int(r)) for r in copy.view().live_rows()} == {
+            "a",
+            "b",
+            "c",
+            "m1",
+        }
         assert follower.progress.installs == 1
         await _until(lambda: "c" in follower.progress.confirmed)  # the next answer confirms it
         # The leader goes away and comes back: the copy stays, the loop goes on.
