@@ -29,8 +29,9 @@ KEYED = {"Authorization": f"Bearer {READ_KEY}"}
 # The drain bound (graceful_shutdown_s) and a margin.
 GRACEFUL_S = 10
 STOP_TIMEOUT_S = GRACEFUL_S + 20
-# Packages the serving image must not carry (export, benchmark and Parquet extras).
-NOT_SERVING = ("torch", "transformers", "scipy", "matplotlib", "httpx", "pyarrow")
+# Packages the serving image must not carry (export, benchmark and Parquet extras; httpx is a
+# serving dependency since a follower calls its leader with it).
+NOT_SERVING = ("torch", "transformers", "scipy", "matplotlib", "pyarrow")
 
 
 @pytest.fixture(scope="module")
