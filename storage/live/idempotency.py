@@ -24,7 +24,6 @@ _STAGING: Final = ".keys.json.tmp"
 KEYS_KEPT: Final = 100_000
 """The latest keys a collection remembers (older ones are forgotten: a retry that late applies
 again)."""
-MAX_KEY_CHARS: Final = 255
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -158,8 +158,3 @@ def request_document(request: FetchRequest) -> dict[str, Any]:
             for name, p in request.positions.items()
         },
     }
-
-
-def positions_of(items: Sequence[tuple[str, str, int, int]]) -> dict[str, Position]:
-    """Positions from ``(name, uid, after, term)`` rows."""
-    return {name: Position(uid, after, term) for name, uid, after, term in items}

@@ -14,7 +14,6 @@ from service.engine.replication.wire import (
     WireError,
     decode_answer,
     encode_answer,
-    positions_of,
     request_document,
 )
 from storage.live.log import frame
@@ -63,8 +62,7 @@ def test_a_cut_or_padded_answer_is_refused(cut: int) -> None:
 
 
 def test_a_request_document_names_every_position() -> None:
-    positions = positions_of([("a", "u1", 12, 3)])
-    assert positions == {"a": Position("u1", 12, 3)}
+    positions = {"a": Position("u1", 12, 3)}
     request = FetchRequest("r1", "http://127.0.0.1:2", 3, positions, wait_ms=5, max_bytes=9)
     assert request_document(request) == {
         "replica": "r1",
